@@ -1,0 +1,46 @@
+"""`python -m minilib COMMAND ...` — one entry point for data, pretraining, experiments and benchmarks.
+
+Each command lives in its own module with `add_arguments(parser)` and
+`run(args) -> int`; this file only dispatches (imports are lazy, so
+`python -m minilib data info` does not pay for the models).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "data": ("minilib.data.cli", "fetch, verify and describe the real corpora"),
+    "bench": ("minilib.bench", "time minilib against a reference implementation"),
+    "pretrain": ("minilib.pretrain", "pretrain a model and write a checkpoint with provenance"),
+    "experiment": ("minilib.experiments.cli", "run a lesson's experiment and cache its results"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minilib", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    modules = {}
+    for name, (module_name, help_text) in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:  # a real missing dependency, not a command yet to be written
+                raise
+            continue
+        modules[name] = module
+        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(modules[args.command].run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Stamps for everything minilib writes: results files and checkpoints.
+
+A number in a lesson must be traceable to the code, data and machine that
+produced it (DESIGN.md §5–6), so every results JSON and checkpoint carries
+`stamp(...)`: profile, device, commit, seed, versions and time.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def git_commit(root: Path = REPO_ROOT) -> str:
+    """The current commit (with '-dirty' if the tree has changes), or 'unknown' outside git."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def stamp(*, seed: int | None = None, **extra: Any) -> dict[str, Any]:
+    """Where a result came from: profile, device, commit, seed, versions, time, command."""
+    from minilib import runtime
+
+    dev = runtime.device()
+    out = {
+        "profile": runtime.profile(),
+        "device": str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})",
+        "commit": git_commit(),
+        "seed": seed,
+        "torch": torch.__version__,
+        "python": sys.version.split()[0],
+        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+    }
+    out.update(extra)
+    return out
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write `data` to `path` so a crash leaves either the old file or the new one, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Atomically write pretty JSON."""
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode())

@@ -1,0 +1,128 @@
+"""Where and how big: the device, the size profile, seeding and mixed precision.
+
+Every lesson and command asks this module once, at the top, instead of
+scattering sizes and `torch.device(...)` calls through the code.
+
+    >>> from minilib import runtime
+    >>> runtime.profile()        # 'smoke' | 'laptop' | 'full'
+    >>> runtime.device()         # cuda > mps > cpu, or $MINILIB_DEVICE
+    >>> cfg = runtime.pick({"smoke": small, "laptop": medium, "full": large})
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import random
+import sys
+from typing import Mapping, TypeVar
+
+import numpy as np
+import torch
+
+PROFILES = ("smoke", "laptop", "full")
+PROFILE_HELP = {
+    "smoke": "CI and nbval: every cell runs in seconds; checks direction only",
+    "laptop": "a learner without a GPU: each lesson's claim in minutes, from shipped checkpoints",
+    "full": "one GPU: paper-like sizes, pretraining from scratch",
+}
+DEVICES = ("cpu", "cuda", "mps")
+
+T = TypeVar("T")
+
+
+class ProfileError(ValueError):
+    """An unknown size profile."""
+
+
+def _cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps and mps.is_available())
+
+
+def device(override: str | None = None) -> torch.device:
+    """The device to train on: `override`, else $MINILIB_DEVICE, else cuda > mps > cpu."""
+    name = override or os.environ.get("MINILIB_DEVICE")
+    if name:
+        kind = name.split(":")[0]
+        if kind not in DEVICES:
+            raise ValueError(f"unknown device {name!r}; use one of {', '.join(DEVICES)} (e.g. MINILIB_DEVICE=cpu)")
+        if kind == "cuda" and not _cuda_available():
+            raise RuntimeError(f"device {name!r} asked for, but torch sees no CUDA GPU "
+                               f"(torch {torch.__version__}); unset MINILIB_DEVICE or set it to cpu")
+        if kind == "mps" and not _mps_available():
+            raise RuntimeError("device 'mps' asked for, but this torch has no Apple-GPU support; set MINILIB_DEVICE=cpu")
+        return torch.device(name)
+    if _cuda_available():
+        return torch.device("cuda")
+    if _mps_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def profile() -> str:
+    """The size profile: $MINILIB_PROFILE, else 'full' on CUDA and 'laptop' elsewhere."""
+    name = os.environ.get("MINILIB_PROFILE", "").strip().lower()
+    if not name:
+        return "full" if _cuda_available() else "laptop"
+    if name not in PROFILES:
+        valid = "\n".join(f"  {p:7s} {PROFILE_HELP[p]}" for p in PROFILES)
+        raise ProfileError(f"unknown MINILIB_PROFILE={name!r}. Valid profiles:\n{valid}\n"
+                           f"Set one, e.g. `export MINILIB_PROFILE=laptop`, or unset it for the default.")
+    return name
+
+
+def pick(by_profile: Mapping[str, T], name: str | None = None) -> T:
+    """The entry of `by_profile` for the current (or given) profile."""
+    name = name or profile()
+    if name not in PROFILES:
+        raise ProfileError(f"unknown profile {name!r}; valid: {', '.join(PROFILES)}")
+    if name not in by_profile:
+        raise ProfileError(f"no sizes defined for profile {name!r} (have: {', '.join(by_profile)})")
+    return by_profile[name]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (all devices) so a CPU run repeats exactly."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def autocast(dev: torch.device | str):
+    """bf16 autocast on CUDA (tensor cores); full precision elsewhere.
+
+    On CPU, $MINILIB_CPU_BF16=1 turns bf16 autocast on too: on the 2-core
+    machines of DESIGN.md §3 oneDNN bf16 GEMMs are up to ~2x faster than fp32.
+    """
+    dev = torch.device(dev)
+    if dev.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    if dev.type == "cpu" and os.environ.get("MINILIB_CPU_BF16") == "1":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def environment() -> dict[str, str]:
+    """What a bug report needs: versions, device, profile, threads."""
+    import matplotlib
+
+    dev = device()
+    info = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "matplotlib": matplotlib.__version__,
+        "device": str(dev),
+        "profile": profile(),
+        "cpu threads": str(torch.get_num_threads()),
+    }
+    if dev.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(dev)
+        info["gpus"] = str(torch.cuda.device_count())
+    return info
