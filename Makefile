@@ -1,0 +1,60 @@
+# The Pretraining Code — two commands:
+#   make lab    set everything up, fetch the data, open the lessons in JupyterLab
+#   make test   set everything up, fetch the data, run every test (unit + lessons under nbval)
+# Every target is idempotent: a second run only does what is missing.
+
+PYTHON      ?= python3
+VENV        ?= .venv
+BIN         := $(VENV)/bin
+PY          := $(BIN)/python
+# torch is installed before the package so we choose the build: on these machines
+# `torch==2.13.0` is a local CPU wheel; a bare `torch` would pull a multi-GB CUDA build.
+# Elsewhere, without a GPU: make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_SPEC  ?= torch==2.13.0
+TORCH_INDEX ?=
+PROFILE     ?=
+SMOKE       := MINILIB_PROFILE=smoke
+STAMP       := $(VENV)/.installed
+
+.PHONY: setup data lab test test-unit test-lessons lessons book clean-data help
+help:
+	@sed -n '2,4p' Makefile
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(PY) pyproject.toml
+	$(PY) -c "import torch" 2>/dev/null || \
+	  $(PY) -m pip install --quiet "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (minilib)" >/dev/null
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+data: setup
+	$(PY) -m minilib data fetch --all
+
+lab: data
+	$(if $(PROFILE),MINILIB_PROFILE=$(PROFILE)) $(BIN)/jupyter lab lessons/
+
+test: data
+	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider tests lessons
+
+test-unit: setup
+	$(BIN)/pytest -q tests
+
+test-lessons: data
+	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env lessons
+
+# Re-execute every lesson in place with the laptop profile (how committed outputs are made).
+lessons: data
+	for nb in lessons/[0-9]*.ipynb; do \
+	  MINILIB_PROFILE=$${PROFILE:-laptop} $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.timeout=1800 "$$nb" || exit 1; done
+
+book: data
+	$(PY) -m minilib data datasheet --out book/datasheet.md
+
+clean-data:
+	@echo "The data cache is at $${MINILIB_DATA:-~/.cache/minilib}; remove it by hand if you mean to."

@@ -1,0 +1,58 @@
+"""The milestones the book retraces, in one place.
+
+Lesson 00 draws them as a timeline and the book's references list is built
+from the same entries, so a date is typed once. Dates are the first public
+release (usually arXiv), month precision.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Milestone:
+    date: str          # "YYYY-MM", first public release
+    name: str          # what the field calls it
+    idea: str          # the one idea, in a few words
+    paper: str         # title
+    authors: str       # first author et al.
+    venue: str         # where it appeared
+    lesson: int | None  # the chapter that rebuilds it (None: context only)
+
+
+MILESTONES: tuple[Milestone, ...] = (
+    Milestone("2013-01", "word2vec", "one vector per word, learned by predicting neighbours",
+              "Efficient Estimation of Word Representations in Vector Space", "Mikolov et al.", "ICLR workshop 2013", 1),
+    Milestone("2013-10", "SGNS", "skip-gram with negative sampling and subsampling",
+              "Distributed Representations of Words and Phrases and their Compositionality", "Mikolov et al.",
+              "NeurIPS 2013", 1),
+    Milestone("2014-10", "GloVe", "vectors from global co-occurrence counts",
+              "GloVe: Global Vectors for Word Representation", "Pennington et al.", "EMNLP 2014", 1),
+    Milestone("2015-11", "LM pretraining for classifiers", "pretrain a sequence autoencoder or LM, then fine-tune",
+              "Semi-supervised Sequence Learning", "Dai & Le", "NeurIPS 2015", 2),
+    Milestone("2017-06", "Transformer", "self-attention, parallel over positions",
+              "Attention Is All You Need", "Vaswani et al.", "NeurIPS 2017", 5),
+    Milestone("2017-08", "AWD-LSTM", "a heavily regularised LSTM language model",
+              "Regularizing and Optimizing LSTM Language Models", "Merity et al.", "ICLR 2018", 4),
+    Milestone("2018-01", "ULMFiT", "fine-tune the whole LM: discriminative LRs, STLR, gradual unfreezing",
+              "Universal Language Model Fine-tuning for Text Classification", "Howard & Ruder", "ACL 2018", 4),
+    Milestone("2018-02", "ELMo", "contextual vectors from a deep biLSTM language model",
+              "Deep Contextualized Word Representations", "Peters et al.", "NAACL 2018", 3),
+    Milestone("2018-06", "GPT", "a Transformer decoder LM, pretrained then fine-tuned",
+              "Improving Language Understanding by Generative Pre-Training", "Radford et al.", "OpenAI 2018", 6),
+    Milestone("2018-10", "BERT", "masked LM + next sentence: deep bidirectional pretraining",
+              "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding", "Devlin et al.",
+              "NAACL 2019", 7),
+)
+
+CHAPTERS: tuple[tuple[int, str, str], ...] = (
+    (0, "00-the-map", "The map: data, profiles, the engine"),
+    (1, "01-static-word-vectors", "Static word vectors: word2vec, PPMI, GloVe"),
+    (2, "02-language-models", "Language models: n-grams to LSTMs"),
+    (3, "03-elmo", "ELMo: contextual vectors from a biLM"),
+    (4, "04-ulmfit", "ULMFiT: fine-tune, don't just extract"),
+    (5, "05-transformer", "The Transformer: attention in parallel"),
+    (6, "06-gpt", "GPT: a Transformer LM, fine-tuned"),
+    (7, "07-bert", "BERT: masked LM, both directions at every layer"),
+    (8, "08-the-flywheel", "The flywheel: no labels, more data, bigger models"),
+)

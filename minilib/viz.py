@@ -1,0 +1,88 @@
+"""Plots the lessons share. Each returns its matplotlib Axes so a lesson can add to it."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from minilib.story import MILESTONES, Milestone
+
+
+def _year_fraction(date: str) -> float:
+    year, month = date.split("-")
+    return int(year) + (int(month) - 1) / 12
+
+
+def timeline(milestones: Sequence[Milestone] = MILESTONES, ax=None):
+    """The 2013–2018 road from static vectors to BERT, one marker per paper, coloured by lesson."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 3.6))
+    xs = [_year_fraction(m.date) for m in milestones]
+    cmap = plt.get_cmap("tab10")
+    ax.axhline(0, color="0.6", lw=1, zorder=0)
+    for i, (x, m) in enumerate(zip(xs, milestones)):
+        height = (1.0 + 0.6 * (i % 3)) * (1 if i % 2 == 0 else -1)  # alternate sides so labels don't collide
+        colour = cmap((m.lesson or 0) % 10)
+        ax.plot([x, x], [0, height], color=colour, lw=1)
+        ax.scatter([x], [0], color=colour, s=40, zorder=3)
+        label = f"{m.name}\n{m.date}" + (f" · ch.{m.lesson:02d}" if m.lesson is not None else "")
+        ax.text(x, height, label, ha="center", va="bottom" if height > 0 else "top", fontsize=8.5,
+                bbox=dict(boxstyle="round,pad=0.25", fc="white", ec=colour, lw=0.8))
+    ax.set_ylim(-2.9, 2.9)
+    ax.set_xlim(min(xs) - 0.4, max(xs) + 0.4)
+    ax.set_yticks([])
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_title("How NLP learned to pretrain: the papers this book rebuilds")
+    return ax
+
+
+def rank_frequency(tokens: Iterable[str]) -> np.ndarray:
+    """Word counts sorted from most to least frequent."""
+    return np.array(sorted(Counter(tokens).values(), reverse=True), dtype=np.float64)
+
+
+def zipf_slope(counts: np.ndarray, lo: int = 10, hi: int = 10_000) -> float:
+    """Least-squares slope of log(count) on log(rank) over ranks lo..hi (Zipf's law predicts ≈ −1).
+
+    The head (the, of, and) and the tail of words seen once bend away from a
+    straight line, so the fit uses the middle ranks only.
+    """
+    ranks = np.arange(1, len(counts) + 1)
+    keep = (ranks >= lo) & (ranks <= min(hi, len(counts)))
+    if keep.sum() < 2:
+        raise ValueError(f"need at least {lo + 1} distinct words to fit a Zipf slope, got {len(counts)}")
+    slope, _ = np.polyfit(np.log(ranks[keep]), np.log(counts[keep]), 1)
+    return float(slope)
+
+
+def zipf(counts: np.ndarray, label: str = "", ax=None):
+    """Log-log rank-frequency plot with its fitted slope and the ideal 1/rank line."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 4))
+    ranks = np.arange(1, len(counts) + 1)
+    slope = zipf_slope(counts)
+    ax.loglog(ranks, counts, lw=1.5, label=f"{label} (slope {slope:.2f})".strip())
+    ax.loglog(ranks, counts[0] / ranks, "k--", lw=0.8, alpha=0.6, label="count ∝ 1/rank")
+    ax.set_xlabel("rank of word")
+    ax.set_ylabel("count")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+    return ax
+
+
+def bars(labels: Sequence[str], values: Sequence[float], xlabel: str = "", title: str = "", ax=None, log=False):
+    """Horizontal bars with their values written on them."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.35 * len(labels) + 1))
+    y = np.arange(len(labels))
+    ax.barh(y, values, color="tab:blue", alpha=0.8, log=log)
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    for yi, v in zip(y, values):
+        ax.text(v, yi, f" {v:,.0f}", va="center", fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    return ax
