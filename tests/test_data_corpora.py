@@ -43,6 +43,10 @@ def test_brown_tagged():
     assert sum(len(s.words) for s in sents) == 1_161_192          # the corpus' documented token count
     assert all(len(s.words) == len(s.tags) == len(s.utags) > 0 for s in sents)
     assert set(u for s in sents for u in s.utags) <= set(data.UNIVERSAL_TAGS)
+    by_split = {s: data.brown_tagged(s) for s in ("train", "valid", "test")}
+    assert sum(map(len, by_split.values())) == len(sents)
+    test_files = {s.file_id for s in by_split["test"]}
+    assert test_files and test_files == {d.doc_id for d in data.pretraining_corpus("test", sources=("brown",))}
     first = sents[0]
     assert first.file_id == "ca01" and first.category == "news"
     assert first.words[:3] == ("The", "Fulton", "County") and first.utags[:3] == ("DET", "NOUN", "NOUN")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from minilib.data.sources import cached, source_file, source_files
+from minilib.data.splits import check_split, split_of
 
 UNIVERSAL_TAGS = ("NOUN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "NUM", "CONJ", "PRT", ".", "X")
 
@@ -103,9 +104,17 @@ def _parse_brown() -> list[tuple]:
     return out
 
 
-def brown_tagged() -> list[TaggedSentence]:
-    """All 57k Brown sentences with Brown and universal tags, in file order (cached after the first call)."""
+def brown_tagged(split: str | None = None) -> list[TaggedSentence]:
+    """The 57k Brown sentences with Brown and universal tags, in file order (cached after the first call).
+
+    `split` ("train" | "valid" | "test") keeps the files in that split of `pretraining_corpus`,
+    so a POS probe can be scored on text the language model never saw; None keeps all.
+    """
     rows = cached("brown-tagged-v2", _parse_brown, sources=["brown"])
+    if split is not None:
+        check_split(split)
+        keep = {f for f in {r[0] for r in rows} if split_of(f"brown/{f}") == split}
+        rows = [r for r in rows if r[0] in keep]
     return [TaggedSentence(*r) for r in rows]
 
 

