@@ -13,7 +13,6 @@ from typing import Callable, Sequence
 
 import ipywidgets as w
 import matplotlib.pyplot as plt
-from IPython.display import display
 
 from minilib import viz
 
@@ -58,9 +57,3 @@ def corpus_explorer(load_tokens: Callable[[str], list[str]], names: Sequence[str
     again.on_click(show)
     show()
     return w.VBox([w.HBox([picker, again]), out])
-
-
-def show(widget: w.Widget) -> w.Widget:
-    """Display a panel (and return it, so tests can drive it)."""
-    display(widget)
-    return widget
