@@ -1,0 +1,143 @@
+"""`python -m minilib bench NAME`: minilib against a reference implementation, same data, one run.
+
+    python -m minilib bench word2vec --words 2000000 --epochs 5
+
+Each bench is an entry in BENCHES: a function adding its options and a function
+running it. A bench prints what it measured and ends with exactly one summary
+line, `NAME: key=value ...`, for scripts and issues to quote. Reference
+implementations (gensim, ...) are dev dependencies: `pip install -e .[dev]`.
+Timings on a shared machine are noisy; compare numbers from the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Bench:
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+# -- word2vec: minilib SGNS vs gensim ------------------------------------------------------------
+def _word2vec_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--words", type=int, default=2_000_000,
+                   help="words of the pretraining corpus (train split) to train on (default 2,000,000)")
+    p.add_argument("--epochs", type=int, default=5, help="passes over the corpus (default 5)")
+    p.add_argument("--dim", type=int, default=100, help="vector size (default 100)")
+    p.add_argument("--window", type=int, default=5, help="largest context distance (default 5)")
+    p.add_argument("--negative", type=int, default=5, help="noise words per pair (default 5)")
+    p.add_argument("--min-count", type=int, default=5, help="drop words seen fewer times (default 5)")
+    p.add_argument("--sample", type=float, default=1e-3, help="subsampling threshold (default 1e-3)")
+    p.add_argument("--lr", type=float, default=0.025, help="starting learning rate for both (default 0.025)")
+    p.add_argument("--threads", type=int, default=os.cpu_count(),
+                   help="worker threads for both: minilib's Hogwild workers and gensim's workers (default: cores)")
+    p.add_argument("--batch-size", type=int, default=None, help="minilib pairs per step (default: 4096 CPU, 65536 GPU)")
+    p.add_argument("--shared-negatives", action="store_true",
+                   help="minilib: context words of a centre share its noise words (faster; see word2vec.py)")
+    p.add_argument("--engine", choices=("hogwild", "learner"), default="hogwild",
+                   help="minilib training loop: hogwild (fast sgd_step workers) or learner (minilib.train.Learner)")
+    p.add_argument("--device", default=None, help="minilib device: cpu, cuda, mps (default: best available)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="also write the results as JSON (with a provenance stamp) here")
+
+
+def _load_sentences(max_words: int) -> list[list[str]]:
+    """The first `max_words` words of the pretraining corpus (train split), one token list per line."""
+    from minilib.data import pretraining_corpus, tokenize
+
+    docs = pretraining_corpus("train", max_words=max_words)
+    return [tokens for doc in docs for line in doc.text.split("\n") if (tokens := tokenize(line))]
+
+
+def bench_word2vec(args: argparse.Namespace) -> int:
+    """Train minilib SGNS and gensim Word2Vec (sg=1) with the same hyperparameters on the same text;
+    compare words/s and WordSim-353 Spearman (scored by the same minilib function)."""
+    try:
+        from gensim.models import Word2Vec as GensimWord2Vec
+    except ImportError:
+        print("bench word2vec needs gensim, the reference implementation: pip install -e .[dev]")
+        return 2
+    import numpy as np
+    import torch
+
+    from minilib import data, provenance, runtime
+    from minilib.eval.similarity import WordVectors, analogy, similarity_spearman
+    from minilib.models.word2vec import Word2VecConfig, train_word2vec
+
+    t0 = time.perf_counter()
+    sentences = _load_sentences(args.words)
+    vocab = data.Vocab.build(sentences, min_count=1, specials=())
+    token_ids = [np.asarray(vocab.encode(s), dtype=np.int64) for s in sentences]
+    raw_words = sum(len(s) for s in sentences)
+    pairs, questions = data.wordsim353(), data.google_analogies()
+    device = runtime.device(args.device)
+    print(f"corpus: {raw_words:,} tokens ({args.words:,} words of the pretraining corpus), {len(sentences):,} lines, "
+          f"{int((vocab.counts >= args.min_count).sum()):,} words with count >= {args.min_count}  "
+          f"(loaded in {time.perf_counter() - t0:.0f}s)")
+    print(f"settings: skip-gram, dim {args.dim}, window {args.window}, negative {args.negative}, "
+          f"sample {args.sample:g}, min_count {args.min_count}, epochs {args.epochs}, lr {args.lr}, "
+          f"threads {args.threads}; minilib on {device}, torch {torch.__version__}")
+
+    # gensim: vocabulary outside the timer, then train() timed by the wall clock, as minilib's is.
+    gensim = GensimWord2Vec(sg=1, hs=0, negative=args.negative, window=args.window, vector_size=args.dim,
+                            min_count=args.min_count, sample=args.sample, alpha=args.lr,
+                            min_alpha=args.lr * 1e-4, epochs=args.epochs, workers=args.threads, seed=args.seed)
+    gensim.build_vocab(sentences)
+    start = time.perf_counter()
+    gensim.train(sentences, total_examples=len(sentences), epochs=args.epochs)
+    gensim_seconds = time.perf_counter() - start
+    gensim_vectors = WordVectors.from_gensim(gensim.wv)
+    gensim_wps = raw_words * args.epochs / gensim_seconds
+
+    config = Word2VecConfig(dim=args.dim, window=args.window, negative=args.negative, sample=args.sample,
+                            min_count=args.min_count, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
+                            shared_negatives=args.shared_negatives, seed=args.seed)
+    result = train_word2vec(token_ids, vocab.counts, config, words=vocab.itos, device=device, progress=False,
+                            engine=args.engine, threads=args.threads)
+    ours = result.vectors
+    ours_wps = raw_words * args.epochs / result.train_seconds
+
+    rows = {}
+    for name, vectors, seconds, wps in (("minilib", ours, result.train_seconds, ours_wps),
+                                        ("gensim", gensim_vectors, gensim_seconds, gensim_wps)):
+        sim = similarity_spearman(vectors, pairs)
+        ana = analogy(vectors, questions)
+        rows[name] = {"seconds": seconds, "words_per_s": wps, "wordsim": sim.rho, "wordsim_pairs": sim.n_used,
+                      "analogy": ana.accuracy, "analogy_questions": ana.n_used, "vocab": len(vectors)}
+        print(f"{name:8s} {seconds:7.1f}s  {wps:10,.0f} words/s  WordSim-353 rho {sim.rho:.3f} "
+              f"({sim.n_used}/{len(pairs)} pairs)  analogies {ana.accuracy:.3f} ({ana.n_used}/{ana.n_total})  "
+              f"vocab {len(vectors):,}")
+    ratio = ours_wps / gensim_wps
+    if args.out:
+        provenance.write_json(args.out, {"bench": "word2vec", "args": vars(args), "raw_words": raw_words,
+                                         "results": rows, "speed_ratio": ratio,
+                                         "provenance": provenance.stamp(seed=args.seed)})
+    print(f"word2vec: minilib_words_per_s={ours_wps:.0f} gensim_words_per_s={gensim_wps:.0f} "
+          f"speed_ratio={ratio:.2f} wordsim_minilib={rows['minilib']['wordsim']:.3f} "
+          f"wordsim_gensim={rows['gensim']['wordsim']:.3f}")
+    return 0
+
+
+BENCHES: dict[str, Bench] = {
+    "word2vec": Bench("minilib skip-gram (SGNS) vs gensim Word2Vec: words/s and WordSim-353",
+                      _word2vec_arguments, bench_word2vec),
+    # "awd-lstm": Bench(..., _awd_lstm_arguments, bench_awd_lstm),   <- the next bench goes here
+}
+
+
+# -- the `python -m minilib bench` command ----------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="name", metavar="NAME", required=True,
+                                help=", ".join(f"{name}: {b.help}" for name, b in BENCHES.items()))
+    for name, bench in BENCHES.items():
+        bench.add_arguments(sub.add_parser(name, help=bench.help, description=bench.help))
+
+
+def run(args: argparse.Namespace) -> int:
+    return BENCHES[args.name].run(args)
