@@ -94,3 +94,21 @@ def bars(labels: Sequence[str], values: Sequence[float], xlabel: str = "", title
     ax.set_xlabel(xlabel)
     ax.set_title(title)
     return ax
+
+
+def projection(vectors, words: Sequence[str], highlight: str | None = None, ax=None):
+    """The words' vectors projected to 2-D by PCA (fit on these words only), labelled."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 4))
+    X = np.stack([vectors.normed[vectors.index[word]] for word in words])
+    X = X - X.mean(0)
+    _, _, Vt = np.linalg.svd(X, full_matrices=False)
+    xy = X @ Vt[:2].T
+    for (x, y), word in zip(xy, words):
+        bold = word == highlight
+        ax.scatter([x], [y], color="tab:red" if bold else "tab:blue", s=40 if bold else 15)
+        ax.annotate(word, (x, y), fontsize=10 if bold else 8, fontweight="bold" if bold else "normal",
+                    xytext=(3, 3), textcoords="offset points")
+    ax.set_xticks([]), ax.set_yticks([])
+    ax.set_title("PCA of the word and its neighbours")
+    return ax

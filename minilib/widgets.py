@@ -57,3 +57,70 @@ def corpus_explorer(load_tokens: Callable[[str], list[str]], names: Sequence[str
     again.on_click(show)
     show()
     return w.VBox([w.HBox([picker, again]), out])
+
+
+# -- chapter 01: static word vectors --------------------------------------------------------------
+def check_word(vectors, word: str, model: str = "this model") -> str:
+    """The word, cleaned; raises ValueError with close matches if it is empty or unknown."""
+    import difflib
+
+    word = word.strip().lower()
+    if not word:
+        raise ValueError("type a word first")
+    if " " in word:
+        raise ValueError(f"one word at a time, please (got {word!r})")
+    if word not in vectors:
+        close = difflib.get_close_matches(word, vectors.words[:50_000], n=5, cutoff=0.75)
+        hint = f"; close matches: {', '.join(close)}" if close else ""
+        raise ValueError(f"{word!r} is not in the vocabulary of {model}{hint}")
+    return word
+
+
+def neighbours_explorer(models: dict, word: str = "apple", topn: int = 10) -> w.VBox:
+    """Type a word and pick a model → its nearest neighbours and a 2-D projection of them."""
+    box = w.Text(value=word, description="word", continuous_update=False)
+    picker = w.Dropdown(options=list(models), description="vectors")
+    out = w.Output()
+
+    def show(*_):
+        def draw():
+            vectors = models[picker.value]
+            query = check_word(vectors, box.value, picker.value)
+            pairs = vectors.most_similar(query, topn=topn)
+            print(f"nearest to {query!r} in {picker.value}:")
+            print("  " + ", ".join(f"{n} ({s:.2f})" for n, s in pairs))
+            fig, ax = plt.subplots(figsize=(5.5, 4))
+            viz.projection(vectors, [query] + [n for n, _ in pairs], highlight=query, ax=ax)
+            plt.show()
+        _safe(out, draw)
+
+    box.observe(show, names="value")
+    picker.observe(show, names="value")
+    show()
+    return w.VBox([w.HBox([box, picker]), out])
+
+
+def analogy_explorer(models: dict, a: str = "man", b: str = "king", c: str = "woman", topn: int = 5) -> w.VBox:
+    """a is to b as c is to ? — 3CosAdd (b − a + c) with the answers' cosines."""
+    boxes = [w.Text(value=v, description=d, continuous_update=False, layout=w.Layout(width="180px"))
+             for v, d in ((a, "a"), (b, "b"), (c, "c"))]
+    picker = w.Dropdown(options=list(models), description="vectors")
+    out = w.Output()
+
+    def show(*_):
+        def answer():
+            vectors = models[picker.value]
+            words = [check_word(vectors, box.value, picker.value) for box in boxes]
+            if len(set(words)) < 3:
+                raise ValueError("a, b and c must be three different words")
+            a_, b_, c_ = (vectors.normed[vectors.index[x]] for x in words)
+            answers = vectors.most_similar(b_ - a_ + c_, topn=topn, exclude=words)  # question words excluded
+            print(f"{words[0]} : {words[1]} :: {words[2]} : ?")
+            for rank, (answer_word, cos) in enumerate(answers, 1):
+                print(f"  {rank}. {answer_word:15s} cos {cos:.3f}")
+        _safe(out, answer)
+
+    for widget in (*boxes, picker):
+        widget.observe(show, names="value")
+    show()
+    return w.VBox([w.HBox([*boxes, picker]), out])

@@ -49,3 +49,43 @@ def test_corpus_explorer_shows_errors_as_a_line(capsys):
     picker.value = "ok"
     shown = capsys.readouterr().out
     assert "distinct words" in shown and "⚠" not in shown
+
+
+def _toy_vectors():
+    from minilib.eval.similarity import WordVectors
+
+    # king - man + woman = queen, exactly, in a 3-D space; "kings" is a close spelling of "king"
+    words = ["man", "woman", "king", "queen", "apple", "kings"]
+    vecs = np.array([[1, 0, 0], [1, 1, 0], [1, 0, 1], [1, 1, 1], [0, 0, -1], [1, 0.1, 1]], dtype=np.float32)
+    return WordVectors(words, vecs)
+
+
+def test_check_word_messages():
+    vectors = _toy_vectors()
+    assert widgets.check_word(vectors, "  King ") == "king"
+    with pytest.raises(ValueError, match="type a word"):
+        widgets.check_word(vectors, "   ")
+    with pytest.raises(ValueError, match="one word at a time"):
+        widgets.check_word(vectors, "the king")
+    with pytest.raises(ValueError, match="close matches: king"):
+        widgets.check_word(vectors, "kingg", "toy")
+
+
+def test_analogy_explorer_answers_and_refuses_repeats(capsys):
+    panel = widgets.analogy_explorer({"toy": _toy_vectors()}, "man", "king", "woman", topn=1)
+    assert "1. queen" in capsys.readouterr().out
+    a_box = panel.children[0].children[0]
+    a_box.value = "king"  # a == b: a clear line, no traceback
+    assert "three different words" in capsys.readouterr().out
+    a_box.value = "pear"
+    assert "not in the vocabulary" in capsys.readouterr().out
+
+
+def test_neighbours_explorer_handles_unknown_and_empty(capsys):
+    panel = widgets.neighbours_explorer({"toy": _toy_vectors()}, word="king", topn=2)
+    assert "nearest to 'king'" in capsys.readouterr().out
+    box = panel.children[0].children[0]
+    box.value = ""
+    assert "type a word" in capsys.readouterr().out
+    box.value = "zebra"
+    assert "not in the vocabulary" in capsys.readouterr().out
