@@ -37,7 +37,7 @@ def _word2vec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=0.025, help="starting learning rate for both (default 0.025)")
     p.add_argument("--threads", type=int, default=os.cpu_count(),
                    help="worker threads for both: minilib's Hogwild workers and gensim's workers (default: cores)")
-    p.add_argument("--batch-size", type=int, default=None, help="minilib pairs per step (default: 4096 CPU, 65536 GPU)")
+    p.add_argument("--batch-size", type=int, default=4096, help="minilib pairs per step (default 4096)")
     p.add_argument("--shared-negatives", action="store_true",
                    help="minilib: context words of a centre share its noise words (faster; see word2vec.py)")
     p.add_argument("--engine", choices=("hogwild", "learner"), default="hogwild",

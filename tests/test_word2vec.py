@@ -7,7 +7,7 @@ import scipy.sparse as sp
 import torch
 
 from minilib.models.ppmi import PPMIConfig, cooccurrence, ppmi, randomized_svd, train_ppmi
-from minilib.models.word2vec import (AliasSampler, Word2Vec, Word2VecBatches, Word2VecConfig, keep_probabilities,
+from minilib.models.word2vec import (AliasSampler, PairSGD, Word2Vec, Word2VecBatches, Word2VecConfig, keep_probabilities,
                                      noise_distribution, prepare_corpus, train_word2vec)
 
 
@@ -67,7 +67,7 @@ def test_keep_probability_is_the_word2vec_c_formula():
 def test_subsampling_keeps_each_word_at_its_rate():
     rng = np.random.default_rng(0)
     sentences = [rng.choice(4, size=500, p=[0.7, 0.2, 0.07, 0.03]) for _ in range(100)]
-    cfg = Word2VecConfig(min_count=1, sample=0.01, window=1, batch_size=10**6)
+    cfg = Word2VecConfig(min_count=1, sample=0.01, window=1, batch_size=8000)
     corpus = prepare_corpus(sentences, None, None, 1)
     batches = Word2VecBatches(corpus, cfg)
     expected = keep_probabilities(corpus.counts, 0.01)
@@ -152,18 +152,17 @@ def test_batches_per_epoch_is_fixed_and_near_batch_size():
 
 # -- the model ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("cbow,shared", [(False, False), (False, True), (True, False)])
-@pytest.mark.parametrize("max_hits", [None, 2])
-def test_sgd_step_is_autograd_plus_sgd(cbow, shared, max_hits):
+def test_sgd_step_is_autograd_plus_sgd(cbow, shared):
     """The fast hand-written step equals forward + backward + torch SGD at lr * pairs_per_step."""
     rng = np.random.default_rng(0)
     sentences = [rng.integers(0, 30, size=rng.integers(1, 25)) for _ in range(40)]
     corpus, batches = all_batches(sentences, window=3, batch_size=64, cbow=cbow, shared_negatives=shared)
     batch = batches[0]
-    ref = Word2Vec(len(corpus.words), 8, cbow=cbow, pairs_per_step=64, max_hits=max_hits).double()
+    ref = Word2Vec(len(corpus.words), 8, cbow=cbow, pairs_per_step=64).double()
     with torch.no_grad():
         ref.in_embed.weight.normal_(0, 0.3)
         ref.out_embed.weight.normal_(0, 0.3)
-    fast = Word2Vec(len(corpus.words), 8, cbow=cbow, pairs_per_step=64, max_hits=max_hits).double()
+    fast = Word2Vec(len(corpus.words), 8, cbow=cbow, pairs_per_step=64).double()
     fast.load_state_dict(ref.state_dict())
     before = {k: v.clone() for k, v in ref.state_dict().items()}
     loss = ref(**batch)
@@ -175,11 +174,21 @@ def test_sgd_step_is_autograd_plus_sgd(cbow, shared, max_hits):
     for name, w in ref.state_dict().items():
         torch.testing.assert_close(fast.state_dict()[name], w, rtol=0, atol=1e-12)
         assert not torch.equal(w, before[name])               # the step really moved both tables
-    if max_hits:  # the cap changed the step compared to an uncapped one
-        free = Word2Vec(len(corpus.words), 8, cbow=cbow, pairs_per_step=64).double()
-        free.load_state_dict(before)
-        free.sgd_step(batch, lr=0.1)
-        assert not torch.allclose(free.out_embed.weight, fast.out_embed.weight)
+
+
+def test_pair_sgd_is_sgd_at_lr_times_pairs_per_step():
+    batch = {"inputs": torch.tensor([1, 2, 1]), "targets": torch.tensor([0, 3, 3]),
+             "negatives": torch.tensor([[2, 4], [0, 1], [4, 4]])}
+    a, b = Word2Vec(5, 4, pairs_per_step=3), Word2Vec(5, 4, pairs_per_step=3)
+    b.load_state_dict(a.state_dict())
+    for model, opt in ((a, PairSGD(a.parameters(), pairs_per_step=3, lr=0.5)),
+                       (b, torch.optim.SGD(b.parameters(), lr=1.5))):
+        for _ in range(2):
+            opt.zero_grad()
+            model(**batch).backward()
+            assert model.in_embed.weight.grad.is_sparse
+            opt.step()
+    torch.testing.assert_close(a.state_dict(), b.state_dict())
 
 
 def test_noise_word_equal_to_the_target_is_skipped():
@@ -214,7 +223,7 @@ def test_learner_engine_trains_the_same_model():
     losses = [row["train_loss"] for row in result.history.epochs]
     assert losses[-1] < losses[0] - 0.05
     lrs = [row["lr"][0] for row in result.history.steps]
-    assert lrs[0] == pytest.approx(cfg.start_lr * 256) and lrs[-1] < lrs[0] * 0.05    # linear decay
+    assert lrs[0] == pytest.approx(cfg.start_lr) and lrs[-1] < lrs[0] * 0.05    # linear decay, per pair
 
 
 def test_config_defaults_follow_word2vec_c():
