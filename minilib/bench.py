@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from minilib.bench_awd import awd_lstm_arguments, bench_awd_lstm
+
 
 @dataclass(frozen=True)
 class Bench:
@@ -127,7 +129,8 @@ def bench_word2vec(args: argparse.Namespace) -> int:
 BENCHES: dict[str, Bench] = {
     "word2vec": Bench("minilib skip-gram (SGNS) vs gensim Word2Vec: words/s and WordSim-353",
                       _word2vec_arguments, bench_word2vec),
-    # "awd-lstm": Bench(..., _awd_lstm_arguments, bench_awd_lstm),   <- the next bench goes here
+    "awd-lstm": Bench("AWD-LSTM training step (all regularisers on) vs a plain nn.LSTM LM of the same size: tok/s",
+                      awd_lstm_arguments, bench_awd_lstm),
 }
 
 
