@@ -91,28 +91,33 @@ def bench_word2vec(args: argparse.Namespace) -> int:
                             min_count=args.min_count, sample=args.sample, alpha=args.lr,
                             min_alpha=args.lr * 1e-4, epochs=args.epochs, workers=args.threads, seed=args.seed)
     gensim.build_vocab(sentences)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     gensim.train(sentences, total_examples=len(sentences), epochs=args.epochs)
-    gensim_seconds = time.perf_counter() - start
+    gensim_seconds, gensim_cpu = time.perf_counter() - start, time.process_time() - cpu_start
     gensim_vectors = WordVectors.from_gensim(gensim.wv)
     gensim_wps = raw_words * args.epochs / gensim_seconds
 
     config = Word2VecConfig(dim=args.dim, window=args.window, negative=args.negative, sample=args.sample,
                             min_count=args.min_count, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
                             shared_negatives=args.shared_negatives, seed=args.seed)
+    cpu_start = time.process_time()
     result = train_word2vec(token_ids, vocab.counts, config, words=vocab.itos, device=device, progress=False,
                             engine=args.engine, threads=args.threads)
+    ours_cpu = time.process_time() - cpu_start
     ours = result.vectors
     ours_wps = raw_words * args.epochs / result.train_seconds
 
     rows = {}
-    for name, vectors, seconds, wps in (("minilib", ours, result.train_seconds, ours_wps),
-                                        ("gensim", gensim_vectors, gensim_seconds, gensim_wps)):
+    # CPU seconds (all threads) beside wall seconds show how much of the machine each run got:
+    # other jobs on a shared machine slow the two runs unequally.
+    for name, vectors, seconds, cpu, wps in (("minilib", ours, result.train_seconds, ours_cpu, ours_wps),
+                                             ("gensim", gensim_vectors, gensim_seconds, gensim_cpu, gensim_wps)):
         sim = similarity_spearman(vectors, pairs)
         ana = analogy(vectors, questions)
-        rows[name] = {"seconds": seconds, "words_per_s": wps, "wordsim": sim.rho, "wordsim_pairs": sim.n_used,
+        rows[name] = {"seconds": seconds, "cpu_seconds": cpu, "words_per_s": wps, "wordsim": sim.rho,
+                      "wordsim_pairs": sim.n_used,
                       "analogy": ana.accuracy, "analogy_questions": ana.n_used, "vocab": len(vectors)}
-        print(f"{name:8s} {seconds:7.1f}s  {wps:10,.0f} words/s  WordSim-353 rho {sim.rho:.3f} "
+        print(f"{name:8s} {seconds:6.1f}s (cpu {cpu:6.1f}s)  {wps:9,.0f} words/s  WordSim-353 rho {sim.rho:.3f} "
               f"({sim.n_used}/{len(pairs)} pairs)  analogies {ana.accuracy:.3f} ({ana.n_used}/{ana.n_total})  "
               f"vocab {len(vectors):,}")
     ratio = ours_wps / gensim_wps

@@ -204,7 +204,7 @@ def _question(q) -> tuple[str, str, str, str, str, bool | None]:
 
 
 def analogy(vectors: WordVectors, questions: Iterable, top_k: int = 30000,
-            batch_size: int = 1024) -> AnalogyResult:
+            batch_size: int = 512) -> AnalogyResult:
     """3CosAdd: answer "a : b :: c : ?" with argmax_x cos(x, b - a + c) over the `top_k` most frequent words.
 
     Like gensim's `evaluate_word_analogies(restrict_vocab=top_k)`: a question
