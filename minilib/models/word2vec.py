@@ -46,7 +46,7 @@ over fewer rows, ~2.3x faster per CPU core (measured).
 
 Measured with `python -m minilib bench word2vec` (2.29M tokens, 5 epochs, 2 cores shared with
 other jobs): per-pair negatives ran at 0.33-0.35x gensim's words/s, shared negatives at 0.93x;
-WordSim-353 within 0.01-0.05 of gensim either way (both above it in 4 of 5 runs). gensim does
+WordSim-353 from 0.002 below to 0.05 above gensim's in the same runs. gensim does
 each pair in cache-resident C; here each step streams (batch, 1+negative, dim) tensors
 through memory a few times, and that traffic, not arithmetic, sets the speed.
 """
