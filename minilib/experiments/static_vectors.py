@@ -43,7 +43,7 @@ class StaticVectorsConfig:
 
 SIZES = {
     "smoke": StaticVectorsConfig(words=300_000, epochs=1, dim=50),
-    "laptop": StaticVectorsConfig(words=None, epochs=3),
+    "laptop": StaticVectorsConfig(words=4_000_000, epochs=3),
     "full": StaticVectorsConfig(words=None, epochs=10, dim=300),
 }
 
