@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -46,6 +47,8 @@ def _word2vec_arguments(p: argparse.ArgumentParser) -> None:
                    help="minilib training loop: hogwild (fast sgd_step workers) or learner (minilib.train.Learner)")
     p.add_argument("--device", default=None, help="minilib device: cpu, cuda, mps (default: best available)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=1,
+                   help="train each this many times, alternating which goes first; report medians (default 1)")
     p.add_argument("--out", default=None, help="also write the results as JSON (with a provenance stamp) here")
 
 
@@ -86,40 +89,51 @@ def bench_word2vec(args: argparse.Namespace) -> int:
           f"sample {args.sample:g}, min_count {args.min_count}, epochs {args.epochs}, lr {args.lr}, "
           f"threads {args.threads}; minilib on {device}, torch {torch.__version__}")
 
-    # gensim: vocabulary outside the timer, then train() timed by the wall clock, as minilib's is.
-    gensim = GensimWord2Vec(sg=1, hs=0, negative=args.negative, window=args.window, vector_size=args.dim,
-                            min_count=args.min_count, sample=args.sample, alpha=args.lr,
-                            min_alpha=args.lr * 1e-4, epochs=args.epochs, workers=args.threads, seed=args.seed)
-    gensim.build_vocab(sentences)
-    start, cpu_start = time.perf_counter(), time.process_time()
-    gensim.train(sentences, total_examples=len(sentences), epochs=args.epochs)
-    gensim_seconds, gensim_cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    gensim_vectors = WordVectors.from_gensim(gensim.wv)
-    gensim_wps = raw_words * args.epochs / gensim_seconds
+    def train_gensim():
+        # vocabulary outside the timer, then train() timed by the wall clock, as minilib's epochs are
+        model = GensimWord2Vec(sg=1, hs=0, negative=args.negative, window=args.window, vector_size=args.dim,
+                               min_count=args.min_count, sample=args.sample, alpha=args.lr,
+                               min_alpha=args.lr * 1e-4, epochs=args.epochs, workers=args.threads, seed=args.seed)
+        model.build_vocab(sentences)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        model.train(sentences, total_examples=len(sentences), epochs=args.epochs)
+        return WordVectors.from_gensim(model.wv), time.perf_counter() - start, time.process_time() - cpu_start
 
-    config = Word2VecConfig(dim=args.dim, window=args.window, negative=args.negative, sample=args.sample,
-                            min_count=args.min_count, epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
-                            shared_negatives=args.shared_negatives, seed=args.seed)
-    cpu_start = time.process_time()
-    result = train_word2vec(token_ids, vocab.counts, config, words=vocab.itos, device=device, progress=False,
-                            engine=args.engine, threads=args.threads)
-    ours_cpu = time.process_time() - cpu_start
-    ours = result.vectors
-    ours_wps = raw_words * args.epochs / result.train_seconds
+    def train_minilib():
+        config = Word2VecConfig(dim=args.dim, window=args.window, negative=args.negative, sample=args.sample,
+                                min_count=args.min_count, epochs=args.epochs, lr=args.lr,
+                                batch_size=args.batch_size, shared_negatives=args.shared_negatives, seed=args.seed)
+        cpu_start = time.process_time()
+        result = train_word2vec(token_ids, vocab.counts, config, words=vocab.itos, device=device, progress=False,
+                                engine=args.engine, threads=args.threads)
+        return result.vectors, result.train_seconds, time.process_time() - cpu_start
+
+    # Other jobs on a shared machine slow runs unequally: --repeats alternates the order and
+    # takes medians; CPU seconds (all threads) beside wall seconds show how much of the machine
+    # each run got.
+    runs: dict[str, list] = {"minilib": [], "gensim": []}
+    for r in range(args.repeats):
+        for name in (("gensim", "minilib") if r % 2 == 0 else ("minilib", "gensim")):
+            vectors, seconds, cpu = train_gensim() if name == "gensim" else train_minilib()
+            runs[name].append((seconds, cpu, vectors))
+            print(f"  run {r + 1}/{args.repeats} {name:8s} {seconds:6.1f}s (cpu {cpu:6.1f}s)  "
+                  f"{raw_words * args.epochs / seconds:9,.0f} words/s", flush=True)
 
     rows = {}
-    # CPU seconds (all threads) beside wall seconds show how much of the machine each run got:
-    # other jobs on a shared machine slow the two runs unequally.
-    for name, vectors, seconds, cpu, wps in (("minilib", ours, result.train_seconds, ours_cpu, ours_wps),
-                                             ("gensim", gensim_vectors, gensim_seconds, gensim_cpu, gensim_wps)):
+    for name, entries in runs.items():
+        seconds = statistics.median(e[0] for e in entries)
+        cpu = statistics.median(e[1] for e in entries)
+        wps = raw_words * args.epochs / seconds
+        vectors = entries[-1][2]
         sim = similarity_spearman(vectors, pairs)
         ana = analogy(vectors, questions)
         rows[name] = {"seconds": seconds, "cpu_seconds": cpu, "words_per_s": wps, "wordsim": sim.rho,
-                      "wordsim_pairs": sim.n_used,
-                      "analogy": ana.accuracy, "analogy_questions": ana.n_used, "vocab": len(vectors)}
+                      "wordsim_pairs": sim.n_used, "analogy": ana.accuracy, "analogy_questions": ana.n_used,
+                      "vocab": len(vectors), "runs_seconds": [e[0] for e in entries]}
         print(f"{name:8s} {seconds:6.1f}s (cpu {cpu:6.1f}s)  {wps:9,.0f} words/s  WordSim-353 rho {sim.rho:.3f} "
               f"({sim.n_used}/{len(pairs)} pairs)  analogies {ana.accuracy:.3f} ({ana.n_used}/{ana.n_total})  "
               f"vocab {len(vectors):,}")
+    ours_wps, gensim_wps = rows["minilib"]["words_per_s"], rows["gensim"]["words_per_s"]
     ratio = ours_wps / gensim_wps
     if args.out:
         provenance.write_json(args.out, {"bench": "word2vec", "args": vars(args), "raw_words": raw_words,

@@ -549,6 +549,7 @@ def fit_hogwild(model: Word2Vec, batches: Word2VecBatches, config: Word2VecConfi
     total, lr0 = n * epochs, config.start_lr
     lock, stop = threading.Lock(), threading.Event()
     errors: list[BaseException] = []
+    scratches = [{} for _ in range(n_workers)]   # each worker's buffers, kept across epochs
     bar.start(epochs, n, 0, 0)
     with one_thread_per_op(batches.device):
         for epoch in range(epochs):
@@ -556,8 +557,7 @@ def fit_hogwild(model: Word2Vec, batches: Word2VecBatches, config: Word2VecConfi
             t0, rows = time.perf_counter(), []
             stream = enumerate(iter(batches))
 
-            def worker():
-                scratch: dict = {}
+            def worker(scratch: dict):
                 try:
                     while not stop.is_set():
                         with lock:  # one thread at a time draws the next batch
@@ -573,7 +573,7 @@ def fit_hogwild(model: Word2Vec, batches: Word2VecBatches, config: Word2VecConfi
                     errors.append(exc)
                     stop.set()
 
-            workers = [threading.Thread(target=worker, daemon=True) for _ in range(n_workers)]
+            workers = [threading.Thread(target=worker, args=(scratch,), daemon=True) for scratch in scratches]
             for w in workers:
                 w.start()
             shown = [0]
