@@ -124,3 +124,37 @@ def analogy_explorer(models: dict, a: str = "man", b: str = "king", c: str = "wo
         widget.observe(show, names="value")
     show()
     return w.VBox([w.HBox([*boxes, picker]), out])
+
+
+# -- chapter 02: language models ------------------------------------------------------------------
+def generation_explorer(models: dict, vocab, prompt: str = "the president said", n_words: int = 25) -> w.VBox:
+    """Continue a prompt with a chosen LM; temperature and top-k sliders; 'sample again' draws a new seed."""
+    from minilib.generate import generate
+
+    box = w.Text(value=prompt, description="prompt", continuous_update=False, layout=w.Layout(width="360px"))
+    picker = w.Dropdown(options=list(models), description="model")
+    temperature = w.FloatSlider(value=0.8, min=0.0, max=2.0, step=0.1, description="temperature",
+                                continuous_update=False)
+    top_k = w.IntSlider(value=0, min=0, max=200, step=10, description="top-k (0: off)", continuous_update=False)
+    again = w.Button(description="sample again", icon="refresh")
+    out = w.Output()
+    seed = [0]
+
+    def show(*_):
+        def sample():
+            if len(box.value) > 2000:
+                raise ValueError("the prompt is very long: a few words are enough")
+            text = generate(models[picker.value], vocab, box.value, n_words=n_words, temperature=temperature.value,
+                            top_k=top_k.value or None, seed=seed[0])
+            print(textwrap.fill(text, 100))
+        _safe(out, sample)
+
+    def resample(_):
+        seed[0] += 1
+        show()
+
+    for widget in (box, picker, temperature, top_k):
+        widget.observe(show, names="value")
+    again.on_click(resample)
+    show()
+    return w.VBox([w.HBox([box, picker]), w.HBox([temperature, top_k, again]), out])

@@ -89,3 +89,22 @@ def test_neighbours_explorer_handles_unknown_and_empty(capsys):
     assert "type a word" in capsys.readouterr().out
     box.value = "zebra"
     assert "not in the vocabulary" in capsys.readouterr().out
+
+
+def test_generation_explorer_samples_and_explains_an_empty_prompt(capsys):
+    import torch
+
+    from minilib.data import Vocab
+    from minilib.models.bigram import BigramLM
+
+    torch.manual_seed(0)
+    vocab = Vocab.build([["the", "cat", "sat", "on", "the", "mat"]])
+    panel = widgets.generation_explorer({"bigram": BigramLM(len(vocab), 8)}, vocab, prompt="the cat", n_words=5)
+    first = capsys.readouterr().out.split("\r")[-1]  # after the Output widget's clear codes
+    assert first.startswith("the cat") and len(first.split()) == 7
+    box = panel.children[0].children[0]
+    box.value = "   "
+    assert "has no words" in capsys.readouterr().out
+    box.value = "the"
+    panel.children[1].children[2].click()  # sample again: a new seed, still no traceback
+    assert "⚠" not in capsys.readouterr().out
