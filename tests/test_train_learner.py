@@ -223,3 +223,16 @@ def test_stateful_models_are_reset_each_epoch_and_around_evaluation():
     model = Stateful()
     Learner(model, blobs(), blobs(64), loss_fn=F.cross_entropy, device="cpu", progress=False).fit(2)
     assert model.resets == 2 * (1 + 2)  # per epoch: its start, and before and after validation
+
+
+def test_to_device_keeps_named_tuples():
+    from typing import NamedTuple
+
+    from minilib.train.learner import to_device
+
+    class Batch(NamedTuple):
+        x: torch.Tensor
+        y: torch.Tensor
+
+    moved = to_device(Batch(torch.zeros(2), torch.ones(2)), torch.device("cpu"))
+    assert isinstance(moved, Batch) and torch.equal(moved.y, torch.ones(2))

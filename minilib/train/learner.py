@@ -62,6 +62,8 @@ def to_device(batch, device: torch.device):
         return batch.to(device, non_blocking=True)
     if isinstance(batch, dict):
         return {k: to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a NamedTuple takes its fields positionally
+        return type(batch)(*(to_device(v, device) for v in batch))
     if isinstance(batch, (tuple, list)):
         return type(batch)(to_device(v, device) for v in batch)
     return batch
