@@ -1,0 +1,521 @@
+"""ELMo: Peters et al. (2018), "Deep contextualized word representations".
+
+A bidirectional LSTM language model (the "biLM") whose hidden states, mixed
+per task, are the word vectors. It builds on the character-aware LM of
+Józefowicz et al. (2016), "Exploring the Limits of Language Modeling"
+(CNN-BIG-LSTM), scaled down. Each piece is named after where it comes from:
+
+    char_ids, sentences_to_char_ids  §3.4 / Józefowicz §3.3  a word as UTF-8 bytes + begin/end-of-word marks
+    CharCNNEncoder                   §3.4  char embeddings → 1-D convs (several widths) → max-pool → 2 Highway → linear
+    Highway                          Srivastava et al. (2015): y = t·g(W_h x) + (1 − t)·x
+    BiLM                             §3.1  forward and backward 2-layer LSTMP LMs, residual 1 → 2 (§3.4),
+                                           shared token encoder and shared softmax, joint loss
+    BiLM.embed                       §3.2  the L+1 = 3 layers of representations per token
+    ScalarMix                        §3.2 eq. 1  ELMo_k = γ · Σ_j s_j h_{k,j}, s = softmax(w)
+    ELMoBatches                      §3.4  fixed-length windows of real text with char ids and word ids
+    pretrain_elmo, load_elmo         half-precision checkpoint with vocab, config and provenance
+
+    cfg = ELMoConfig.for_profile()                       # sizes from MINILIB_PROFILE
+    model, vocab, meta = load_elmo("checkpoints/elmo.pt")
+    layers = model.embed([["the", "bank", "of", "the", "river"]])   # (3, 1, 5, 2·proj)
+    mix = ScalarMix(3)
+    vectors = mix(layers)                                  # (1, 5, 2·proj): one task's ELMo vectors
+
+Scale. The paper's biLM has 4096 LSTM cells projected to 512, char filters of
+widths 1..7 with 32..1024 filters (2048 in all), and a sampled softmax over
+the 793k-word vocabulary of the 1B Word Benchmark (Chelba et al. 2013),
+trained 10 epochs on 800M tokens. Here the softmax is a full softmax over a
+capped vocabulary (<unk> for the rest), which is exact and affordable at
+10–30k words; the input side reads characters, so it has no unknown words.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from minilib import runtime
+
+# nn.LSTM(proj_size=...) runs torch's own LSTMP kernel on CPU, not oneDNN's; it says so once per
+# process. That is expected here, not a problem for the reader to chase.
+warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
+
+# ----------------------------------------------------------------------------- characters
+
+# Char ids: 0 = padding (after the end-of-word mark, and every char of a padding token),
+# byte b -> b + 1 (1..256), then the begin- and end-of-word marks. Józefowicz et al. §3.3 and
+# bilm-tf also read UTF-8 bytes with begin/end-of-word characters (they add sentence marks too).
+CHAR_PAD = 0
+BOW = 257            # begin of word
+EOW = 258            # end of word
+N_CHARS = 259        # rows of the char embedding
+
+
+@lru_cache(maxsize=200_000)
+def _char_ids_cached(word: str, max_chars: int) -> tuple[int, ...]:
+    raw = word.encode("utf-8")[: max_chars - 2]       # long words are cut, as in bilm-tf
+    ids = [BOW, *(b + 1 for b in raw), EOW]
+    return tuple(ids + [CHAR_PAD] * (max_chars - len(ids)))
+
+
+def char_ids(word: str, max_chars: int = 50) -> list[int]:
+    """The `max_chars` char ids of `word`: [BOW, byte+1, ..., EOW, 0, 0, ...]."""
+    return list(_char_ids_cached(word, max_chars))
+
+
+def sentences_to_char_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(chars (B, T, max_chars) long, lengths (B,) long) for a batch of token lists, T = longest.
+
+    Padding tokens are all-zero rows; `lengths` says where each sentence ends."""
+    lengths = torch.tensor([len(s) for s in sentences], dtype=torch.long)
+    if len(sentences) == 0 or int(lengths.min()) == 0:
+        raise ValueError("every sentence needs at least one token (got an empty sentence or batch)")
+    chars = torch.zeros(len(sentences), int(lengths.max()), max_chars, dtype=torch.long)
+    for b, sent in enumerate(sentences):
+        chars[b, : len(sent)] = torch.tensor([_char_ids_cached(w, max_chars) for w in sent])
+    return chars, lengths
+
+
+# ----------------------------------------------------------------------------- config
+
+@dataclass
+class ELMoConfig:
+    # token encoder (§3.4; Józefowicz et al. 2016 CNN-BIG-LSTM)
+    max_chars: int = 50                      # chars per word incl. begin/end marks (bilm-tf: 50)
+    char_dim: int = 16                       # char embedding size (paper: 16)
+    filters: tuple[tuple[int, int], ...] = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256))  # (width, n); paper: widths 1..7, 32..1024
+    n_highway: int = 2                       # highway layers after the char CNN (paper: 2)
+    # biLM (§3.1, §3.4)
+    cells: int = 512                         # LSTM cells per layer and direction (paper: 4096)
+    proj: int = 128                          # LSTMP projection = token vector size (paper: 512)
+    n_layers: int = 2                        # LSTM layers per direction (paper: 2), so embed gives n_layers+1 = 3
+    dropout: float = 0.1                     # on the token vectors and each LSTM layer's output (bilm-tf: 0.1)
+    vocab_size: int = 10_000                 # softmax size: the most frequent words, <unk> for the rest
+    n_samples: int = 0                       # sampled softmax in training (Jean et al. 2015; paper: 8192 of 793k); 0: full
+    # training (kept next to the model so a lesson reads its sizes from one place)
+    window: int = 20                         # tokens per row per step (bilm-tf: unroll_steps = 20)
+    batch_size: int = 64                     # rows per step (bilm-tf: 128 per GPU)
+    lr: float = 3e-3                         # peak AdamW LR, one-cycle schedule (bilm-tf: Adagrad 0.2)
+    epochs: int = 1                          # passes over the training windows (paper: 10 over 800M tokens)
+    seed: int = 0                            # init and window order
+
+    def __post_init__(self):
+        self.filters = tuple(tuple(f) for f in self.filters)   # lists from JSON become tuples again
+        if self.n_layers < 1 or not 0 <= self.dropout < 1:
+            raise ValueError(f"need n_layers >= 1 and 0 <= dropout < 1; got {self.n_layers}, {self.dropout}")
+        if max(w for w, _ in self.filters) > self.max_chars:
+            raise ValueError(f"a filter is wider than max_chars={self.max_chars}: {self.filters}")
+
+    @property
+    def n_filters(self) -> int:
+        return sum(n for _, n in self.filters)
+
+    @classmethod
+    def for_profile(cls, profile: str | None = None, **overrides) -> "ELMoConfig":
+        """Sizes for MINILIB_PROFILE (or `profile`), then any field overridden by keyword.
+
+        laptop: see the measured speed in `pretrain_elmo`'s doc. full: the size of the
+        paper's released "small" ELMo (1024 cells → 128, filters of widths 1..7 as in the paper).
+        """
+        sizes = runtime.pick({
+            "smoke": dict(filters=((1, 8), (2, 8), (3, 16)), n_highway=1, cells=64, proj=32, dropout=0.0,
+                          vocab_size=2_000, window=20, batch_size=16, lr=1e-2),
+            "laptop": dict(filters=((1, 16), (2, 16), (3, 32), (4, 64), (5, 128)), n_highway=2, cells=512,
+                           proj=128, dropout=0.1, vocab_size=15_000, n_samples=1024, window=20, batch_size=64,
+                           lr=3e-3),
+            "full": dict(filters=((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024)),
+                         n_highway=2, cells=1024, proj=128, dropout=0.1, vocab_size=30_000, n_samples=4096,
+                         window=20, batch_size=128, lr=2e-3, epochs=3),
+        }, profile)
+        return dataclasses.replace(cls(**sizes), **overrides)
+
+
+# ----------------------------------------------------------------------------- token encoder
+
+class Highway(nn.Module):
+    """Srivastava et al. (2015): y = t ⊙ relu(W_h x + b_h) + (1 − t) ⊙ x,  t = σ(W_t x + b_t).
+
+    The transform gate t starts mostly closed (b_t = −2, their §2.2 "negative bias"), so at
+    first each layer mostly carries its input through."""
+
+    def __init__(self, dim: int, gate_bias: float = -2.0):
+        super().__init__()
+        self.transform = nn.Linear(dim, dim)    # W_h, b_h
+        self.gate = nn.Linear(dim, dim)         # W_t, b_t
+        nn.init.constant_(self.gate.bias, gate_bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = torch.sigmoid(self.gate(x))
+        return t * F.relu(self.transform(x)) + (1 - t) * x
+
+
+class CharCNNEncoder(nn.Module):
+    """§3.4 context-independent token vectors from characters (Kim et al. 2016; Józefowicz et al. 2016).
+
+    chars (..., max_chars) → embed (dim 16) → one Conv1d per filter width → max over positions
+    → relu → n_highway Highway layers → linear to `proj`. It reads any string, so no input word
+    is ever out of vocabulary."""
+
+    def __init__(self, cfg: ELMoConfig):
+        super().__init__()
+        self.char_embed = nn.Embedding(N_CHARS, cfg.char_dim, padding_idx=CHAR_PAD)
+        self.convs = nn.ModuleList(nn.Conv1d(cfg.char_dim, n, kernel_size=w) for w, n in cfg.filters)
+        self.highways = nn.ModuleList(Highway(cfg.n_filters) for _ in range(cfg.n_highway))
+        self.proj = nn.Linear(cfg.n_filters, cfg.proj)          # to the LSTM input size (paper: 2048 → 512)
+        self.filters = cfg.filters
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:
+        """chars (..., max_chars) → token vectors (..., proj)."""
+        shape, C = chars.shape[:-1], chars.shape[-1]
+        flat = chars.reshape(-1, C)
+        # Each distinct word once: a batch repeats "the", "," ... (exact, and ~2x fewer words to encode)
+        words, inverse = torch.unique(flat, dim=0, return_inverse=True)          # (N, C), (B·T,)
+        lengths = (words != CHAR_PAD).sum(-1)                                     # chars incl. BOW/EOW
+        widest = max(w for w, _ in self.filters)
+        # Trim the padding no window starting inside a word can reach (exact: see _pool)
+        words = words[:, : min(C, int(lengths.max()) + widest - 1)]
+        x = self.char_embed(words).transpose(1, 2)                                # (N, char_dim, C')
+        x = torch.cat([self._pool(conv(x), lengths) for conv in self.convs], -1)  # (N, n_filters)
+        x = F.relu(x)                              # bilm-tf: relu (Józefowicz et al. used tanh)
+        for hw in self.highways:
+            x = hw(x)
+        return self.proj(x)[inverse].reshape(*shape, -1)                         # (..., proj)
+
+    @staticmethod
+    def _pool(h: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Max over time of conv outputs h (N, n, positions), over windows that start inside the word.
+
+        bilm-tf pools over all 50 positions, all-padding windows included; skipping those makes a
+        word's vector independent of max_chars and lets a batch be cut to its longest word."""
+        starts = torch.arange(h.shape[-1], device=h.device)
+        inside = starts[None, :] < lengths[:, None]                               # (N, positions)
+        return h.masked_fill(~inside[:, None, :], float("-inf")).amax(-1)
+
+
+# ----------------------------------------------------------------------------- the biLM
+
+def reverse_padded(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+    """Reverse each row of x (B, T, ...) within its length; padding stays at the end, in place.
+
+    Applying it twice gives x back. With lengths=None every row is full: a plain flip."""
+    if lengths is None:
+        return x.flip(1)
+    T = x.shape[1]
+    t = torch.arange(T, device=x.device).unsqueeze(0)                     # (1, T)
+    lengths = lengths.to(x.device).unsqueeze(1)                           # (B, 1)
+    idx = torch.where(t < lengths, lengths - 1 - t, t)                    # (B, T)
+    return x.gather(1, idx.view(*idx.shape, *([1] * (x.dim() - 2))).expand_as(x))
+
+
+class DirectionalLM(nn.Module):
+    """One direction's stack of LSTMP layers (Sak et al. 2014: `cells` memory cells projected to
+    `proj`; nn.LSTM's proj_size) with a residual connection from each layer's input to its output
+    above the first (§3.4 "a residual connection from the first to second layer")."""
+
+    def __init__(self, cfg: ELMoConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.LSTM(cfg.proj, cfg.cells, proj_size=cfg.proj, batch_first=True)
+                                    for _ in range(cfg.n_layers))
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """x (B, T, P) in reading order → every layer's output, each (B, T, P). No state carried."""
+        outs = []
+        for i, lstm in enumerate(self.layers):
+            h, _ = lstm(x)
+            if i > 0:
+                h = h + x                          # residual (§3.4); bilm-tf adds it from layer 2 up
+            outs.append(h)
+            x = self.drop(h)
+        return outs
+
+
+class BiLM(nn.Module):
+    """§3.1 the biLM: a forward and a backward LM sharing the token encoder and the softmax.
+
+    Training batch (see ELMoBatches): ids (B, T+2) word ids of a window and chars (B, T, C)
+    of its inner T tokens x_1..x_T. The forward LM at position k has read x_1..x_k and predicts
+    x_{k+1}; the backward LM has read x_T..x_k and predicts x_{k−1} (the window's extra first and
+    last tokens are the targets at the edges). `model(ids, chars)` returns the joint loss
+    (mean of the two directions' NLL, see `forward`) and extras with each direction's perplexity.
+    """
+
+    def __init__(self, cfg: ELMoConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.token_encoder = CharCNNEncoder(cfg)     # shared by both directions (§3.1 "tie Θ_x")
+        self.fwd = DirectionalLM(cfg)
+        self.bwd = DirectionalLM(cfg)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.softmax = nn.Linear(cfg.proj, cfg.vocab_size)   # shared by both directions (§3.1 "tie Θ_s")
+
+    @property
+    def n_layers(self) -> int:
+        """Layers of representation embed() returns: the token layer plus each LSTM layer."""
+        return self.cfg.n_layers + 1
+
+    def init_output_bias(self, counts) -> None:
+        """Start the softmax bias at log unigram frequencies (add-one), so step 0 predicts like a
+        unigram model instead of uniformly. `counts`: training counts per word id."""
+        counts = torch.as_tensor(np.asarray(counts), dtype=torch.float32) + 1.0
+        with torch.no_grad():
+            self.softmax.bias.copy_((counts / counts.sum()).log().to(self.softmax.bias.device))
+
+    def states(self, chars: torch.Tensor, lengths: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+        """(token vectors (B, T, P), forward layer outputs, backward layer outputs), each (B, T, P).
+
+        Computed on these tokens alone. The backward LM reads each row reversed *within its
+        length*, so padding after a sentence is never read before its last real token; outputs
+        come back in reading order (backward state at k has seen x_k..x_len)."""
+        x = self.token_encoder(chars)                                   # (B, T, P)
+        fwd = self.fwd(self.drop(x))
+        bwd = [reverse_padded(h, lengths) for h in self.bwd(self.drop(reverse_padded(x, lengths)))]
+        return x, fwd, bwd
+
+    def forward(self, ids: torch.Tensor, chars: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """Joint loss = (NLL_fwd + NLL_bwd) / 2, each a mean over the B·T predictions (§3.1 eq. 1
+        maximises the sum of both log-likelihoods; halving it, as bilm-tf does, keeps the loss on
+        the scale of a one-direction LM's and only rescales the gradient).
+
+        With cfg.n_samples > 0 a training step uses the sampled softmax (see `sampled_nll`): its
+        loss and "perplexities" are those of the sampled problem, lower than the true ones. In eval
+        mode (Learner.evaluate, validation) the softmax is always full and the perplexity exact."""
+        _, fwd, bwd = self.states(chars)
+        # the softmax reads the top layer of each direction (after dropout, as in bilm-tf)
+        h_f, h_b = self.drop(fwd[-1]), self.drop(bwd[-1])                # (B, T, P)
+        nll = self.sampled_nll if self.training and self.cfg.n_samples > 0 else self.full_nll
+        nll_f = nll(h_f, ids[:, 2:])       # forward LM at k predicts x_{k+1}
+        nll_b = nll(h_b, ids[:, :-2])      # backward LM at k predicts x_{k−1}
+        loss = (nll_f + nll_b) / 2
+        extras = {"fwd_nll": nll_f.detach(), "bwd_nll": nll_b.detach(),
+                  "fwd_ppl": nll_f.detach().exp(), "bwd_ppl": nll_b.detach().exp()}
+        return loss, extras
+
+    def full_nll(self, h: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean −log p(target) under the softmax over the whole vocabulary. h (B, T, P), targets (B, T)."""
+        logits = self.softmax(h)                                          # (B, T, V)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+    def sampled_nll(self, h: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Sampled softmax (Jean et al. 2015, as in bilm-tf and Józefowicz et al. §3.1): score the
+        target against `n_samples` words drawn from a log-uniform (Zipf) proposal Q, shared by the
+        batch, each logit corrected by −log(n_samples·Q(w)); a sample equal to the target is removed.
+        Needs ids sorted by frequency (Vocab does that). Cost: n_samples columns instead of V."""
+        V, K = self.cfg.vocab_size, self.cfg.n_samples
+        h, targets = h.reshape(-1, h.shape[-1]), targets.reshape(-1)      # (N, P), (N,)
+        log_q = lambda w: torch.log(torch.log1p(1.0 / (w.float() + 1)) / math.log(V + 1))   # Q(w), w = 0..V-1
+        u = torch.rand(K, device=h.device)
+        samples = (torch.exp(u * math.log(V + 1)).long() - 1).clamp_(0, V - 1)              # (K,) ~ Q
+        W, b = self.softmax.weight, self.softmax.bias
+        true = (h * W[targets]).sum(-1) + b[targets] - (math.log(K) + log_q(targets))       # (N,)
+        sampled = h @ W[samples].t() + b[samples] - (math.log(K) + log_q(samples))           # (N, K)
+        sampled = sampled.masked_fill(samples[None, :] == targets[:, None], float("-inf"))   # accidental hits
+        logits = torch.cat([true[:, None], sampled], 1).float()
+        return F.cross_entropy(logits, torch.zeros_like(targets))         # the target is column 0
+
+    def embed_chars(self, chars: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """(L = n_layers+1, B, T, 2·P) representations from char ids; padding positions are 0."""
+        x, fwd, bwd = self.states(chars, lengths)
+        layers = [torch.cat([x, x], -1)] + [torch.cat([f, b], -1) for f, b in zip(fwd, bwd)]
+        out = torch.stack(layers)                                       # (L, B, T, 2P)
+        if lengths is not None:
+            mask = torch.arange(out.shape[2], device=out.device) < lengths.to(out.device).unsqueeze(1)
+            out = out * mask[None, :, :, None]
+        return out
+
+    @torch.no_grad()
+    def embed(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+        """§3.2 the biLM's representations of each token: (L = 3, B, T, 2·proj), T = longest sentence.
+
+        Layer 0 is the char-CNN token vector duplicated, [x; x], so it has the size of the LSTM
+        layers; layers 1 and 2 are [forward; backward] states at each position. Each sentence is
+        read on its own (no carried state); positions past its length are zeros. The biLM is frozen
+        (§3.3: its weights are fixed when ELMo is added to a task): no gradients, dropout off."""
+        chars, lengths = sentences_to_char_ids(sentences, self.cfg.max_chars)
+        device = next(self.parameters()).device
+        was_training = self.training
+        self.eval()
+        try:
+            return self.embed_chars(chars.to(device), lengths.to(device)).float()
+        finally:
+            self.train(was_training)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+class ScalarMix(nn.Module):
+    """§3.2 eq. 1: ELMo_k^task = γ · Σ_j s_j · h_{k,j}, with s = softmax(w) over the layers.
+
+    w (one weight per layer, starting equal) and γ (starting at 1) are learned with the task.
+    do_layer_norm: normalise each layer over its features first (§3.2: "in some cases it helped
+    to apply layer normalization to each biLM layer before weighting"); `mask` (B, T) limits the
+    statistics to real tokens."""
+
+    def __init__(self, n_layers: int = 3, do_layer_norm: bool = False):
+        super().__init__()
+        self.n_layers, self.do_layer_norm = n_layers, do_layer_norm
+        self.w = nn.Parameter(torch.zeros(n_layers))
+        self.gamma = nn.Parameter(torch.ones(()))
+
+    @property
+    def weights(self) -> torch.Tensor:
+        """s = softmax(w): the layer weights, summing to 1."""
+        return torch.softmax(self.w, dim=0)
+
+    def forward(self, layers: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """layers (L, B, T, D) → (B, T, D)."""
+        if layers.shape[0] != self.n_layers:
+            raise ValueError(f"ScalarMix({self.n_layers}) got {layers.shape[0]} layers; make it ScalarMix({layers.shape[0]})")
+        if self.do_layer_norm:
+            if mask is None:
+                layers = F.layer_norm(layers, layers.shape[-1:])
+            else:       # statistics over the real tokens of the whole batch, per layer (as AllenNLP does)
+                m = mask[None, :, :, None].to(layers.dtype)
+                n = m.sum() * layers.shape[-1]
+                mean = (layers * m).sum(dim=(1, 2, 3), keepdim=True) / n
+                var = (((layers - mean) * m) ** 2).sum(dim=(1, 2, 3), keepdim=True) / n
+                layers = (layers - mean) / torch.sqrt(var + 1e-12)
+        s = self.weights.to(layers.dtype)
+        return self.gamma * (s[:, None, None, None] * layers).sum(0)
+
+
+# ----------------------------------------------------------------------------- data
+
+class ELMoBatches:
+    """Fixed-length windows of real text for the biLM, as (ids (B, T+2), chars (B, T, C)) batches.
+
+    The documents' tokens are joined into one stream (bilm-tf likewise streams sentences) and
+    cut into windows of T+2 tokens with a stride of T, so each token is an input exactly once
+    per epoch and every input position has a forward target (next) and a backward target
+    (previous). Word ids come from the capped `vocab` (<unk> for the rest), chars from the
+    words themselves. Windows are shuffled each epoch (set_epoch), with a fixed seed; the
+    last incomplete batch is dropped, so every batch has the same size."""
+
+    def __init__(self, docs: Iterable, vocab, batch_size: int, window: int = 20, max_chars: int = 50,
+                 shuffle: bool = True, seed: int = 0):
+        from minilib.data.tokenize import tokenize
+
+        types: dict[str, int] = {}
+        stream = [types.setdefault(tok, len(types))
+                  for d in docs for tok in tokenize(getattr(d, "text", d))]
+        n_windows = (len(stream) - 2) // window
+        if n_windows < batch_size:
+            raise ValueError(f"{len(stream)} tokens make {n_windows} windows of {window}, fewer than "
+                             f"batch_size={batch_size}; use more text or a smaller batch/window")
+        words = list(types)
+        self.type_chars = torch.tensor([_char_ids_cached(w, max_chars) for w in words], dtype=torch.int16)
+        self.type_ids = torch.tensor(vocab.encode(words), dtype=torch.long)   # type -> word id
+        self.stream = torch.tensor(stream, dtype=torch.long)                  # token -> type
+        self.batch_size, self.window, self.shuffle, self.seed = batch_size, window, shuffle, seed
+        self.n_windows, self.epoch = n_windows, 0
+
+    @property
+    def n_tokens(self) -> int:
+        """Input tokens per epoch (each predicted once by each direction)."""
+        return len(self) * self.batch_size * self.window
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.n_windows // self.batch_size
+
+    def __iter__(self):
+        order = (torch.randperm(self.n_windows, generator=torch.Generator().manual_seed(self.seed + self.epoch))
+                 if self.shuffle else torch.arange(self.n_windows))
+        offsets = torch.arange(self.window + 2)
+        for i in range(len(self)):
+            starts = order[i * self.batch_size:(i + 1) * self.batch_size] * self.window
+            types = self.stream[starts[:, None] + offsets]                  # (B, T+2)
+            yield self.type_ids[types], self.type_chars[types[:, 1:-1]].long()
+
+
+# ----------------------------------------------------------------------------- pretraining
+
+def pretrain_elmo(config: ELMoConfig, train_docs, valid_docs, out_path, progress: bool | str = True,
+                  device: str | torch.device | None = None) -> dict:
+    """Train a biLM on `train_docs`, validate on `valid_docs`, write `out_path` (half precision, with
+    vocab and config) and `<out_path>.json` (provenance). Returns the metrics.
+
+    The vocabulary is the `config.vocab_size` most frequent training words (the config's
+    vocab_size becomes the real size when the text has fewer). Speed on the 2-core CPU of
+    DESIGN.md §3, 1 thread, fwd+bwd+AdamW, see the report in tests/test_elmo.py's module doc.
+    """
+    from minilib import provenance
+    from minilib.data.tokenize import tokenize
+    from minilib.data.vocab import Vocab
+    from minilib.train import Learner
+
+    train_docs, valid_docs = list(train_docs), list(valid_docs)
+    t0 = time.time()
+    vocab = Vocab.build((tokenize(d.text) for d in train_docs), max_size=config.vocab_size)
+    config = dataclasses.replace(config, vocab_size=len(vocab))
+    runtime.seed_everything(config.seed)
+    model = BiLM(config)
+    model.init_output_bias(vocab.counts)
+    train = ELMoBatches(train_docs, vocab, config.batch_size, config.window, config.max_chars, seed=config.seed)
+    valid = ELMoBatches(valid_docs, vocab, config.batch_size, config.window, config.max_chars, shuffle=False)
+    learner = Learner(model, train, valid, device=device, progress=progress)
+    before = learner.evaluate()                      # the untrained biLM (≈ a unigram model, see init_output_bias)
+    learner.fit(config.epochs, lr=config.lr, schedule="onecycle")
+    result = learner.evaluate()
+    metrics = {"valid_fwd_ppl": math.exp(result["fwd_nll"]), "valid_bwd_ppl": math.exp(result["bwd_nll"]),
+               "valid_loss": result["loss"], "valid_loss_before": before["loss"], "train_tokens": train.n_tokens * config.epochs,
+               "valid_tokens": valid.n_tokens, "steps": learner.step, "seconds": round(time.time() - t0, 1),
+               "vocab_size": len(vocab), "params": model.num_params()}
+    meta = provenance.stamp(seed=config.seed, model="elmo", metrics=metrics,
+                            data={"train": _fingerprint(train_docs), "valid": _fingerprint(valid_docs)},
+                            config=dataclasses.asdict(config))
+    save_elmo(model, vocab, out_path, meta)
+    provenance.write_json(Path(str(out_path) + ".json"), meta)
+    return metrics
+
+
+def _fingerprint(docs) -> dict:
+    """What text a model saw: document count, words, and a sha256 over the documents' keys and text."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for d in docs:
+        h.update(f"{getattr(d, 'key', '')}\n{d.text}\n".encode())
+    return {"documents": len(docs), "words": sum(len(d.text.split()) for d in docs), "sha256": h.hexdigest()}
+
+
+def save_elmo(model: BiLM, vocab, path, meta: dict | None = None) -> None:
+    """Atomically write the biLM in half precision with its config, vocab and `meta`."""
+    from minilib.train import checkpoint
+
+    state = {k: (v.half() if v.is_floating_point() else v).cpu() for k, v in model.state_dict().items()}
+    checkpoint.save(path, {"format": "minilib.elmo/1", "config": dataclasses.asdict(model.cfg), "state": state,
+                           "vocab": {"itos": vocab.itos, "counts": vocab.counts.tolist(), "unk": vocab.unk},
+                           "meta": meta or {}})
+
+
+def load_elmo(path, device: str | torch.device | None = None):
+    """(model in eval mode, float32, vocab, meta) from a checkpoint written by `pretrain_elmo`/`save_elmo`."""
+    from minilib.data.vocab import Vocab
+
+    if not Path(path).exists():
+        raise FileNotFoundError(f"no ELMo checkpoint at {path}; make one with `python -m minilib pretrain elmo`")
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    if ckpt.get("format") != "minilib.elmo/1":
+        raise ValueError(f"{path} is not an ELMo checkpoint written by minilib.models.elmo.save_elmo")
+    model = BiLM(ELMoConfig(**ckpt["config"]))
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in ckpt["state"].items()})
+    v = ckpt["vocab"]
+    vocab = Vocab(v["itos"], v["counts"], unk=v["unk"])
+    return model.to(runtime.device(str(device)) if device else runtime.device()).eval(), vocab, ckpt["meta"]
