@@ -261,4 +261,5 @@ def test_agreement_probe_on_a_tiny_trained_model():
                              tagged("The/at dogs/nns were/bed ./.")])
     result = agreement_probe(kn, vocab, items)
     assert result.accuracy == 1.0 and result.n == 3
+    assert agreement_probe(kn, vocab, [tagged("The/at dogs/nns are/ber ./.")]).n == 1   # sentences work too
     assert all(s.p_correct > 5 * s.p_wrong for s in result.examples)

@@ -150,7 +150,7 @@ def frequency_baseline(vocab, items) -> np.ndarray:
 def agreement_probe(model, vocab, items) -> AgreementResult:
     """Score `model` (a torch LM or a KneserNey) on agreement items: is p(correct) > p(wrong) given the context?
 
-    The context is tokenized like the training text and fed from a fresh state.
+    `items`: AgreementItems, or Brown TaggedSentences (made into items by agreement_items). The context is tokenized like the training text and fed from a fresh state.
     Items whose subject (or attractor) noun is not in `vocab` are skipped: the model
     sees <unk> there and cannot know its number.
     """
@@ -159,6 +159,9 @@ def agreement_probe(model, vocab, items) -> AgreementResult:
     for form in PARTNER:
         if form not in vocab:
             raise ValueError(f"the verb form {form!r} is not in the vocabulary: build it from more text")
+    items = list(items)
+    if items and not isinstance(items[0], AgreementItem):
+        items = agreement_items(items)
     kept = [it for it in items if it.subject in vocab and (it.attractor is None or it.attractor in vocab)]
     log_p = batch_next_word_log_probs(model, [vocab.encode(tokenize(it.context)) for it in kept]).numpy() \
         if kept else np.zeros((0, len(vocab)))
