@@ -15,6 +15,8 @@ TORCH_INDEX ?=
 PROFILE     ?=
 SMOKE       := MINILIB_PROFILE=smoke
 STAMP       := $(VENV)/.installed
+# torch threads wait passively: spin-waiting stalls small ops on a busy machine (minilib/__init__.py)
+export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: setup data lab test test-unit test-lessons lessons book clean-data help
 help:

@@ -9,4 +9,12 @@
     experiments  each lesson's experiment as a function with a config, cached results
     viz, widgets plots and ipywidgets panels for the lessons
 """
+import os as _os
+
+# On a busy 2-core machine OpenMP's default spin-waiting makes small torch ops
+# ~20x slower with two threads (measured here); passive waiting costs nothing
+# measurable when the machine is idle. Only effective if set before torch is
+# imported, so the Makefile exports it too.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 __version__ = "0.1.0"
