@@ -54,7 +54,7 @@ class SampleEfficiencyConfig:
     lm_epochs: int = 1                                 # stage (b) epochs on the task's unlabeled text
     lm_lr: float = 3e-3
     lm_max_texts: int | None = None                    # cap the stage-(b) texts (smoke)
-    max_test: int | None = None                        # cap the test items (smoke only: the reported error is then partial)
+    max_test: int | None = None                        # cap the test items with a fixed stratified subset (smoke only)
     threads: int | None = 1                            # torch threads: 1 is fastest for LSTMs on a busy 2-core CPU
 
     def __post_init__(self):
@@ -212,8 +212,10 @@ def run_point(task: str, n_labels: int, method: str, seed: int, pretrained_path:
     train = ClassificationBatches(encode_texts([texts[i] for i in idx], vocab), [labels[i] for i in idx],
                                   batch_size=config.batch_size, seed=seed)
     test_texts, test_labels = task_data(task, "test")
-    if config.max_test is not None:
-        test_texts, test_labels = test_texts[:config.max_test], test_labels[:config.max_test]
+    if config.max_test is not None and config.max_test < len(test_labels):
+        # a fixed stratified subset (the split is in file order, which is sorted by rating for rt)
+        keep = stratified_sample(test_labels, config.max_test, seed=0)
+        test_texts, test_labels = [test_texts[i] for i in keep], [test_labels[i] for i in keep]
     test = ClassificationBatches(encode_texts(test_texts, vocab), test_labels, batch_size=64, shuffle=False)
 
     ulmfit = method != "scratch"  # scratch: every layer from the start, one LR (nothing to protect)

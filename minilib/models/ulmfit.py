@@ -7,6 +7,7 @@ Three stages on one AWD-LSTM (minilib/models/awd_lstm.py):
     (c) fine-tune a classifier on the labels    ULMFiTClassifier + fine_tune_classifier: concat pooling,
                                                 gradual unfreezing, BPT3C (§3.3)
 
+    from minilib.pretrain import load_pretrained
     lm, vocab, meta = load_pretrained("checkpoints/awd-lstm-laptop.pt")
     new_vocab = grow_vocab(vocab, [tokenize(t) for t in movie_lm_text()])
     lm = extend_vocab(lm, vocab, new_vocab)                      # §3.2 / fastai: new words get the mean row
@@ -20,7 +21,6 @@ fine_tune_classifier, so the lesson can take each one out (the paper's Table 6 a
 """
 from __future__ import annotations
 
-import math
 from typing import Iterable, Sequence
 
 import numpy as np
