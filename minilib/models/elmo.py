@@ -6,7 +6,8 @@ Józefowicz et al. (2016), "Exploring the Limits of Language Modeling"
 (CNN-BIG-LSTM), scaled down. Each piece is named after where it comes from:
 
     char_ids, sentences_to_char_ids  §3.4 / Józefowicz §3.3  a word as UTF-8 bytes + begin/end-of-word marks
-    CharCNNEncoder                   §3.4  char embeddings → 1-D convs (several widths) → max-pool → 2 Highway → linear
+    CharCNNEncoder                   §3.4  char embeddings → 1-D convs (several widths) → max-pool
+                                           → 2 Highway → linear
     Highway                          Srivastava et al. (2015): y = t·g(W_h x) + (1 − t)·x
     BiLM                             §3.1  forward and backward 2-layer LSTMP LMs, residual 1 → 2 (§3.4),
                                            shared token encoder and shared softmax, joint loss
@@ -95,7 +96,8 @@ class ELMoConfig:
     # token encoder (§3.4; Józefowicz et al. 2016 CNN-BIG-LSTM)
     max_chars: int = 50                      # chars per word incl. begin/end marks (bilm-tf: 50)
     char_dim: int = 16                       # char embedding size (paper: 16)
-    filters: tuple[tuple[int, int], ...] = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256))  # (width, n); paper: widths 1..7, 32..1024
+    # (width, n_filters) of each char convolution; paper: widths 1..7 with 32,32,64,128,256,512,1024
+    filters: tuple[tuple[int, int], ...] = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256))
     n_highway: int = 2                       # highway layers after the char CNN (paper: 2)
     # biLM (§3.1, §3.4)
     cells: int = 512                         # LSTM cells per layer and direction (paper: 4096)
@@ -103,7 +105,8 @@ class ELMoConfig:
     n_layers: int = 2                        # LSTM layers per direction (paper: 2), so embed gives n_layers+1 = 3
     dropout: float = 0.1                     # on the token vectors and each LSTM layer's output (bilm-tf: 0.1)
     vocab_size: int = 10_000                 # softmax size: the most frequent words, <unk> for the rest
-    n_samples: int = 0                       # sampled softmax in training (Jean et al. 2015; paper: 8192 of 793k); 0: full
+    n_samples: int = 0                       # sampled softmax in training (Jean et al. 2015; paper: 8192
+                                             # of 793k words); 0: full softmax. Validation is always full
     # training (kept next to the model so a lesson reads its sizes from one place)
     window: int = 20                         # tokens per row per step (bilm-tf: unroll_steps = 20)
     batch_size: int = 64                     # rows per step (bilm-tf: 128 per GPU)
@@ -126,8 +129,12 @@ class ELMoConfig:
     def for_profile(cls, profile: str | None = None, **overrides) -> "ELMoConfig":
         """Sizes for MINILIB_PROFILE (or `profile`), then any field overridden by keyword.
 
-        laptop: see the measured speed in `pretrain_elmo`'s doc. full: the size of the
-        paper's released "small" ELMo (1024 cells → 128, filters of widths 1..7 as in the paper).
+        Measured here (2-core CPU shared with other jobs, torch 2.13, fwd+bwd+AdamW, windows of
+        real text): smoke ≈ 5.8k tokens/s with 1 thread; laptop (4.6M parameters, sampled softmax
+        of 1024 over 15k words) ≈ 1.5k tokens/s with 1 thread, so one epoch of 3M tokens takes
+        ~35 min. With 2 threads on the busy machine it was 7-9x *slower* (831 and 164 tokens/s):
+        call torch.set_num_threads(1) there. full: the size of the paper's released "small" ELMo
+        (1024 cells → 128) with the paper's char filters (widths 1..7), for a GPU.
         """
         sizes = runtime.pick({
             "smoke": dict(filters=((1, 8), (2, 8), (3, 16)), n_highway=1, cells=64, proj=32, dropout=0.0,
@@ -379,7 +386,8 @@ class ScalarMix(nn.Module):
     def forward(self, layers: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """layers (L, B, T, D) → (B, T, D)."""
         if layers.shape[0] != self.n_layers:
-            raise ValueError(f"ScalarMix({self.n_layers}) got {layers.shape[0]} layers; make it ScalarMix({layers.shape[0]})")
+            raise ValueError(f"ScalarMix({self.n_layers}) got {layers.shape[0]} layers; "
+                             f"make it ScalarMix({layers.shape[0]})")
         if self.do_layer_norm:
             if mask is None:
                 layers = F.layer_norm(layers, layers.shape[-1:])
@@ -452,8 +460,13 @@ def pretrain_elmo(config: ELMoConfig, train_docs, valid_docs, out_path, progress
     vocab and config) and `<out_path>.json` (provenance). Returns the metrics.
 
     The vocabulary is the `config.vocab_size` most frequent training words (the config's
-    vocab_size becomes the real size when the text has fewer). Speed on the 2-core CPU of
-    DESIGN.md §3, 1 thread, fwd+bwd+AdamW, see the report in tests/test_elmo.py's module doc.
+    vocab_size becomes the real size when the text has fewer). One-cycle AdamW for
+    config.epochs over shuffled windows; the metrics hold the validation perplexity of each
+    direction (full softmax) before and after. Speeds: see ELMoConfig.for_profile.
+
+        >>> cfg = ELMoConfig.for_profile("laptop")
+        >>> pretrain_elmo(cfg, pretraining_corpus("train", max_words=3_000_000),
+        ...               pretraining_corpus("valid", max_words=150_000), "checkpoints/elmo.pt")
     """
     from minilib import provenance
     from minilib.data.tokenize import tokenize
@@ -474,7 +487,8 @@ def pretrain_elmo(config: ELMoConfig, train_docs, valid_docs, out_path, progress
     learner.fit(config.epochs, lr=config.lr, schedule="onecycle")
     result = learner.evaluate()
     metrics = {"valid_fwd_ppl": math.exp(result["fwd_nll"]), "valid_bwd_ppl": math.exp(result["bwd_nll"]),
-               "valid_loss": result["loss"], "valid_loss_before": before["loss"], "train_tokens": train.n_tokens * config.epochs,
+               "valid_loss": result["loss"], "valid_loss_before": before["loss"],
+               "train_tokens": train.n_tokens * config.epochs,
                "valid_tokens": valid.n_tokens, "steps": learner.step, "seconds": round(time.time() - t0, 1),
                "vocab_size": len(vocab), "params": model.num_params()}
     meta = provenance.stamp(seed=config.seed, model="elmo", metrics=metrics,
