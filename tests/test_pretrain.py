@@ -74,3 +74,17 @@ def test_registry_and_errors(tmp_path):
         pretrain.load_pretrained(tmp_path / "missing.pt")
     with pytest.raises(SystemExit):
         main(["pretrain", "no-such-model"])
+
+
+SHIPPED = sorted((pretrain.provenance.REPO_ROOT / "checkpoints").glob("awd-lstm-*.pt"))
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no shipped AWD-LSTM checkpoint in checkpoints/ yet")
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_shipped_checkpoint_remeasures_its_perplexity(path):
+    """DESIGN.md §6: every shipped checkpoint is reloaded and its validation metric re-measured."""
+    model, vocab, meta = pretrain.load_pretrained(path)
+    assert path.stat().st_size <= 15e6
+    valid_ids = pretrain.corpus_ids("valid", vocab, meta["eval"]["max_words"])
+    ce = evaluate_lm(model, valid_ids, meta["eval"]["batch_size"], meta["eval"]["bptt"])
+    assert np.exp(ce) == pytest.approx(meta["valid_perplexity"], rel=1e-4)

@@ -294,5 +294,9 @@ def test_run_point_end_to_end_and_cached(tiny_pretrained, tmp_path):
     again = se.run_point("rt", 20, "ulmfit", 0, tiny_pretrained, config, results_dir=tmp_path,
                          lm_cache_dir=tmp_path / "lm")
     assert again == rows["ulmfit"] and time.perf_counter() - t0 < 1.0  # reused, not retrained
+    t0 = time.perf_counter()
+    grid = se.run_grid(config, tiny_pretrained, results_dir=tmp_path, lm_cache_dir=tmp_path / "lm")
+    assert time.perf_counter() - t0 < 2.0  # every point of this grid is cached
+    assert sorted(r["error"] for r in grid) == sorted(r["error"] for r in rows.values())
     summary = se.summarize(list(rows.values()))
     assert {r["method"] for r in summary} == set(se.METHODS)
