@@ -37,7 +37,6 @@ from minilib.train.callbacks import Callback
 from minilib.train.schedules import slanted_triangular
 
 BOS = "<eos>"  # the pretraining stream puts "<eos>" after every line: the LM reads it as "a text starts here"
-DISCRIMINATIVE_FACTOR = 2.6  # §3.2: eta_{l-1} = eta_l / 2.6
 
 
 # ----------------------------------------------------------------------------- text -> ids -> batches
