@@ -14,14 +14,7 @@ from minilib.train import Learner
 from minilib.train.groups import layer_groups
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny LSTMs run best on one thread: on a busy 2-core machine two OpenMP threads wait
-    for each other at every time step of the fused LSTM (measured here: this file 45 s -> 5 s)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def tiny(vocab=50, **kw) -> AWDLSTM:

@@ -14,13 +14,7 @@ from minilib.models.elmo import (BOW, EOW, BiLM, CharCNNEncoder, ELMoBatches, EL
                                  sentences_to_char_ids)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny LSTMs gain nothing from threads; on a busy 2-core machine 2 threads run them ~2x slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def tiny_config(**kw) -> ELMoConfig:

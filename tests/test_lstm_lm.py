@@ -20,13 +20,7 @@ from minilib.models.ngram import KneserNey
 from minilib.train import Learner
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a busy machine OpenMP's spinning makes them ~20x slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def small(**kw) -> LSTMLM:

@@ -11,12 +11,7 @@ from minilib.__main__ import main
 from minilib.eval.perplexity import evaluate_lm
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 ARGS = ["pretrain", "awd-lstm", "--profile", "smoke", "--words", "20000", "--vocab-size", "1500",

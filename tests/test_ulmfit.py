@@ -19,13 +19,7 @@ from minilib.train.callbacks import Callback
 from minilib.train.schedules import slanted_triangular
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny LSTMs run best on one thread on a busy 2-core CPU (see test_awd_lstm.py)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def tiny_lm(vocab=50, seed=0, **kw) -> AWDLSTM:

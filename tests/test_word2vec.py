@@ -11,13 +11,7 @@ from minilib.models.word2vec import (AliasSampler, PairSGD, Word2Vec, Word2VecBa
                                      noise_distribution, prepare_corpus, train_word2vec)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small ops: on a busy 2-core machine 2-thread OpenMP ops stall (see word2vec.one_thread_per_op)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
 
 
 def unique_token_corpus(lengths):
