@@ -52,14 +52,6 @@ def _word2vec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=None, help="also write the results as JSON (with a provenance stamp) here")
 
 
-def _load_sentences(max_words: int) -> list[list[str]]:
-    """The first `max_words` words of the pretraining corpus (train split), one token list per line."""
-    from minilib.data import pretraining_corpus, tokenize
-
-    docs = pretraining_corpus("train", max_words=max_words)
-    return [tokens for doc in docs for line in doc.text.split("\n") if (tokens := tokenize(line))]
-
-
 def bench_word2vec(args: argparse.Namespace) -> int:
     """Train minilib SGNS and gensim Word2Vec (sg=1) with the same hyperparameters on the same text;
     compare words/s and WordSim-353 Spearman (scored by the same minilib function)."""
@@ -73,10 +65,11 @@ def bench_word2vec(args: argparse.Namespace) -> int:
 
     from minilib import data, provenance, runtime
     from minilib.eval.similarity import WordVectors, analogy, similarity_spearman
+    from minilib.experiments.static_vectors import corpus_sentences
     from minilib.models.word2vec import Word2VecConfig, train_word2vec
 
     t0 = time.perf_counter()
-    sentences = _load_sentences(args.words)
+    sentences = corpus_sentences(args.words)  # the same lines lesson 01 trains on
     vocab = data.Vocab.build(sentences, min_count=1, specials=())
     token_ids = [np.asarray(vocab.encode(s), dtype=np.int64) for s in sentences]
     raw_words = sum(len(s) for s in sentences)
