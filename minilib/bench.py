@@ -56,7 +56,7 @@ def bench_word2vec(args: argparse.Namespace) -> int:
     """Train minilib SGNS and gensim Word2Vec (sg=1) with the same hyperparameters on the same text;
     compare words/s and WordSim-353 Spearman (scored by the same minilib function)."""
     try:
-        from gensim.models import Word2Vec as GensimWord2Vec
+        import gensim  # noqa: F401  (checked here so the message comes before minutes of loading)
     except ImportError:
         print("bench word2vec needs gensim, the reference implementation: pip install -e .[dev]")
         return 2
@@ -64,8 +64,8 @@ def bench_word2vec(args: argparse.Namespace) -> int:
     import torch
 
     from minilib import data, provenance, runtime
-    from minilib.eval.similarity import WordVectors, analogy, similarity_spearman
-    from minilib.experiments.static_vectors import corpus_sentences
+    from minilib.eval.similarity import analogy, similarity_spearman
+    from minilib.experiments.static_vectors import StaticVectorsConfig, corpus_sentences, train_gensim
     from minilib.models.word2vec import Word2VecConfig, train_word2vec
 
     t0 = time.perf_counter()
@@ -82,15 +82,9 @@ def bench_word2vec(args: argparse.Namespace) -> int:
           f"sample {args.sample:g}, min_count {args.min_count}, epochs {args.epochs}, lr {args.lr}, "
           f"threads {args.threads}; minilib on {device}, torch {torch.__version__}")
 
-    def train_gensim():
-        # vocabulary outside the timer, then train() timed by the wall clock, as minilib's epochs are
-        model = GensimWord2Vec(sg=1, hs=0, negative=args.negative, window=args.window, vector_size=args.dim,
-                               min_count=args.min_count, sample=args.sample, alpha=args.lr,
-                               min_alpha=args.lr * 1e-4, epochs=args.epochs, workers=args.threads, seed=args.seed)
-        model.build_vocab(sentences)
-        start, cpu_start = time.perf_counter(), time.process_time()
-        model.train(sentences, total_examples=len(sentences), epochs=args.epochs)
-        return WordVectors.from_gensim(model.wv), time.perf_counter() - start, time.process_time() - cpu_start
+    reference = StaticVectorsConfig(words=args.words, epochs=args.epochs, dim=args.dim, window=args.window,
+                                    negative=args.negative, sample=args.sample, min_count=args.min_count,
+                                    seed=args.seed)
 
     def train_minilib():
         config = Word2VecConfig(dim=args.dim, window=args.window, negative=args.negative, sample=args.sample,
@@ -107,7 +101,10 @@ def bench_word2vec(args: argparse.Namespace) -> int:
     runs: dict[str, list] = {"minilib": [], "gensim": []}
     for r in range(args.repeats):
         for name in (("gensim", "minilib") if r % 2 == 0 else ("minilib", "gensim")):
-            vectors, seconds, cpu = train_gensim() if name == "gensim" else train_minilib()
+            if name == "gensim":
+                vectors, seconds, cpu = train_gensim(sentences, reference, args.lr, args.threads)
+            else:
+                vectors, seconds, cpu = train_minilib()
             runs[name].append((seconds, cpu, vectors))
             print(f"  run {r + 1}/{args.repeats} {name:8s} {seconds:6.1f}s (cpu {cpu:6.1f}s)  "
                   f"{raw_words * args.epochs / seconds:9,.0f} words/s", flush=True)
