@@ -253,9 +253,58 @@ def load_pretrained(path: str | Path):
     return model, Vocab(v["itos"], v["counts"], unk=v["unk"]), state["meta"]
 
 
+# ----------------------------------------------------------------------------- elmo
+
+ELMO_WORDS = {"smoke": (60_000, 10_000), "laptop": (3_000_000, 150_000), "full": (None, None)}  # (train, valid) words
+
+
+def add_elmo_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", choices=runtime.PROFILES, default=None,
+                   help="size profile (default: $MINILIB_PROFILE or the device's default)")
+    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
+    p.add_argument("--valid-words", type=int, default=None, help="validation words (default: per profile; 0 = all)")
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest for LSTMs on a busy 2-core CPU)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=None, help="checkpoint path (default: checkpoints/elmo-<profile>.pt)")
+    p.add_argument("--checkpoint-dir", type=Path, default=None,
+                   help="training state for resume (default: .cache/pretrain/<out name>)")
+    p.add_argument("--no-resume", action="store_true", help="start over even if a training checkpoint exists")
+    p.add_argument("--progress", choices=("console", "off"), default="console")
+
+
+def pretrain_elmo_command(args: argparse.Namespace) -> int:
+    """ELMo's biLM (Peters et al. 2018) on pretraining_corpus('train'), perplexity on 'valid'."""
+    from minilib import data
+    from minilib.models.elmo import ELMoConfig, pretrain_elmo
+
+    prof = args.profile or runtime.profile()
+    words, valid_words = runtime.pick(ELMO_WORDS, prof)
+    words = words if args.words is None else (args.words or None)
+    valid_words = valid_words if args.valid_words is None else (args.valid_words or None)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    cfg = ELMoConfig.for_profile(prof, seed=args.seed, **({"epochs": args.epochs} if args.epochs else {}))
+    out = args.out or provenance.REPO_ROOT / "checkpoints" / f"elmo-{prof}.pt"
+    ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
+    metrics = pretrain_elmo(cfg, data.pretraining_corpus("train", max_words=words),
+                            data.pretraining_corpus("valid", max_words=valid_words), out,
+                            progress=False if args.progress == "off" else "console", checkpoint_dir=ckpt_dir,
+                            resume=not args.no_resume, max_steps=args.max_steps,
+                            extra_meta=dict(command=_command_line(args), profile=prof,
+                                            threads=torch.get_num_threads()))
+    size_mb = Path(out).stat().st_size / 1e6
+    print(f"trained {metrics['train_tokens']:,} tokens in {metrics['seconds']:.0f} s ({torch.get_num_threads()} threads)")
+    print(f"wrote {out} ({size_mb:.1f} MB) and {Path(str(out) + '.json').name}: valid perplexity "
+          f"forward {metrics['valid_fwd_ppl']:.1f}, backward {metrics['valid_bwd_ppl']:.1f}")
+    return 0
+
+
 PRETRAINERS: dict[str, Pretrainer] = {
     "awd-lstm": Pretrainer("AWD-LSTM language model (Merity et al. 2017), ULMFiT's stage (a)",
                            add_awd_arguments, pretrain_awd_lstm),
+    "elmo": Pretrainer("ELMo's char-CNN biLM (Peters et al. 2018)", add_elmo_arguments, pretrain_elmo_command),
 }
 
 

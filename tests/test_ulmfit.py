@@ -294,3 +294,56 @@ def test_run_point_end_to_end_and_cached(tiny_pretrained, tmp_path):
     assert sorted(r["error"] for r in grid) == sorted(r["error"] for r in rows.values())
     summary = se.summarize(list(rows.values()))
     assert {r["method"] for r in summary} == set(se.METHODS)
+
+
+def test_resolve_labels_all_and_bad_counts():
+    assert se.resolve_labels("rt", "all") == len(se.task_data("rt", "train")[1])
+    assert se.resolve_labels("trec", "50") == 50
+    for bad in (0, -3, 10**6, "many"):
+        with pytest.raises(ValueError, match="label count"):
+            se.resolve_labels("rt", bad)
+
+
+def test_catch_up_reads_the_multiple_off_the_curve():
+    def row(method, n, err):
+        return {"task": "rt", "method": method, "n_labels": n, "error": err, "error_std": 0.0, "seeds": 3}
+    summary = [row("ulmfit", 100, 0.30), row("scratch", 100, 0.48), row("scratch", 500, 0.35),
+               row("scratch", 1000, 0.29), row("scratch", 2000, 0.25)]
+    assert se.catch_up(summary, "rt") == 10.0
+    assert se.catch_up(summary[:3], "rt") is None  # scratch never gets there in this grid
+    with pytest.raises(ValueError, match="no ulmfit point"):
+        se.catch_up(summary, "rt", at=50)
+
+
+def test_recipes_switch_the_tricks_they_name(monkeypatch, tiny_pretrained, tmp_path):
+    """Each ablation turns off exactly its own trick in stage (c), and only ulmfit* load the pretrained weights."""
+    import minilib.models.ulmfit as ulmfit_module  # run_point imports fine_tune_classifier from here when called
+
+    seen = {}
+    original = ulmfit_module.fine_tune_classifier
+
+    def spy(model, train, valid=None, **kw):
+        seen[current] = {k: kw[k] for k in ("gradual_unfreezing", "discriminative", "stlr")}
+        return original(model, train, valid, **kw)
+
+    monkeypatch.setattr(ulmfit_module, "fine_tune_classifier", spy)
+    config = dataclasses.replace(se.SIZES["smoke"], clf_epochs=1, lm_max_texts=150, max_test=60)
+    for current in ("ulmfit-no-discr", "ulmfit-no-stlr", "ulmfit-no-unfreezing"):
+        se.run_point("rt", 20, current, 0, tiny_pretrained, config, results_dir=tmp_path, lm_cache_dir=tmp_path / "lm")
+    assert seen["ulmfit-no-discr"] == dict(gradual_unfreezing=True, discriminative=False, stlr=True)
+    assert seen["ulmfit-no-stlr"] == dict(gradual_unfreezing=True, discriminative=True, stlr=False)
+    assert seen["ulmfit-no-unfreezing"] == dict(gradual_unfreezing=False, discriminative=True, stlr=True)
+
+
+def test_experiment_cli_prints_the_summary_line(tiny_pretrained, tmp_path, capsys, monkeypatch):
+    from minilib.__main__ import main
+
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    assert main(["experiment", "sample-efficiency", "--task", "rt", "--labels", "20", "--methods", "scratch,ulmfit",
+                 "--seeds", "1", "--checkpoint", str(tiny_pretrained), "--results-dir", str(tmp_path)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("sample-efficiency: rt labels=20 ") and "scratch_err=" in last and "ulmfit_err=" in last
+    with pytest.raises(ValueError, match="label count"):
+        main(["experiment", "sample-efficiency", "--labels", "0", "--checkpoint", str(tiny_pretrained)])
+    with pytest.raises(SystemExit, match="pretrain awd-lstm"):
+        main(["experiment", "sample-efficiency", "--checkpoint", str(tmp_path / "missing.pt")])

@@ -455,7 +455,8 @@ class ELMoBatches:
 # ----------------------------------------------------------------------------- pretraining
 
 def pretrain_elmo(config: ELMoConfig, train_docs, valid_docs, out_path, progress: bool | str = True,
-                  device: str | torch.device | None = None) -> dict:
+                  device: str | torch.device | None = None, checkpoint_dir: str | Path | None = None,
+                  resume: bool = True, max_steps: int | None = None, extra_meta: dict | None = None) -> dict:
     """Train a biLM on `train_docs`, validate on `valid_docs`, write `out_path` (half precision, with
     vocab and config) and `<out_path>.json` (provenance). Returns the metrics.
 
@@ -463,6 +464,8 @@ def pretrain_elmo(config: ELMoConfig, train_docs, valid_docs, out_path, progress
     vocab_size becomes the real size when the text has fewer). One-cycle AdamW for
     config.epochs over shuffled windows; the metrics hold the validation perplexity of each
     direction (full softmax) before and after. Speeds: see ELMoConfig.for_profile.
+    With `checkpoint_dir` the training state is saved each epoch and on interrupt, and a
+    second call with the same arguments resumes where the first stopped.
 
         >>> cfg = ELMoConfig.for_profile("laptop")
         >>> pretrain_elmo(cfg, pretraining_corpus("train", max_words=3_000_000),
@@ -482,16 +485,21 @@ def pretrain_elmo(config: ELMoConfig, train_docs, valid_docs, out_path, progress
     model.init_output_bias(vocab.counts)
     train = ELMoBatches(train_docs, vocab, config.batch_size, config.window, config.max_chars, seed=config.seed)
     valid = ELMoBatches(valid_docs, vocab, config.batch_size, config.window, config.max_chars, shuffle=False)
-    learner = Learner(model, train, valid, device=device, progress=progress)
+    callbacks = []
+    if max_steps:
+        from minilib.pretrain import StopAfter
+        callbacks.append(StopAfter(max_steps))
+    learner = Learner(model, train, valid, device=device, progress=progress, callbacks=callbacks,
+                      checkpoint_dir=checkpoint_dir, checkpoint_every=500 if checkpoint_dir else None)
     before = learner.evaluate()                      # the untrained biLM (≈ a unigram model, see init_output_bias)
-    learner.fit(config.epochs, lr=config.lr, schedule="onecycle")
+    learner.fit(config.epochs, lr=config.lr, schedule="onecycle", resume=resume)
     result = learner.evaluate()
     metrics = {"valid_fwd_ppl": math.exp(result["fwd_nll"]), "valid_bwd_ppl": math.exp(result["bwd_nll"]),
                "valid_loss": result["loss"], "valid_loss_before": before["loss"],
                "train_tokens": train.n_tokens * config.epochs,
                "valid_tokens": valid.n_tokens, "steps": learner.step, "seconds": round(time.time() - t0, 1),
                "vocab_size": len(vocab), "params": model.num_params()}
-    meta = provenance.stamp(seed=config.seed, model="elmo", metrics=metrics,
+    meta = provenance.stamp(seed=config.seed, model="elmo", metrics=metrics, **(extra_meta or {}),
                             data={"train": _fingerprint(train_docs), "valid": _fingerprint(valid_docs)},
                             config=dataclasses.asdict(config))
     save_elmo(model, vocab, out_path, meta)

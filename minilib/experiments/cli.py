@@ -1,0 +1,45 @@
+"""`python -m minilib experiment NAME ...`: run a lesson's experiment, cache its results, print one line.
+
+    python -m minilib experiment sample-efficiency --task rt --labels 100 --methods scratch,ulmfit --seeds 3
+    python -m minilib experiment elmo-probes
+
+Each experiment lives in its own module with `cli_arguments(parser)` and `cli_run(args) -> int`;
+EXPERIMENTS names them (imported lazily, so one experiment's dependencies never slow another).
+Like `bench`, every experiment ends with exactly one summary line, `NAME: key=value ...`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+EXPERIMENTS = {  # name -> (module, help)
+    "sample-efficiency": ("minilib.experiments.sample_efficiency",
+                          "ULMFiT vs training from scratch at a few labels (chapter 04, Howard & Ruder 2018 Fig. 3)"),
+    "ulmfit-ablations": ("minilib.experiments.sample_efficiency",
+                         "ULMFiT without each trick in turn (chapter 04, the paper's Tables 6-7)"),
+    "elmo-probes": ("minilib.experiments.elmo_probes",
+                    "POS and word-sense probes of each ELMo layer vs static vectors (chapter 03, Peters et al. 2018 §5.3)"),
+    "elmo-downstream": ("minilib.experiments.elmo_downstream",
+                        "RT sentiment from static vectors vs ELMo features at a few labels (chapter 03)"),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="experiment", metavar="NAME", required=True)
+    for name, (module_name, help_text) in EXPERIMENTS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(_module=module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            p.set_defaults(_missing=True)
+            continue
+        getattr(module, "cli_arguments")(p, name)
+
+
+def run(args: argparse.Namespace) -> int:
+    if getattr(args, "_missing", False):
+        raise SystemExit(f"experiment {args.experiment!r} is not written yet ({args._module})")
+    return int(importlib.import_module(args._module).cli_run(args, args.experiment) or 0)
