@@ -158,3 +158,77 @@ def generation_explorer(models: dict, vocab, prompt: str = "the president said",
     again.on_click(resample)
     show()
     return w.VBox([w.HBox([box, picker]), w.HBox([temperature, top_k, again]), out])
+
+
+def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_dir=None) -> w.VBox:
+    """Chapter 04: error vs labels for each method. Cached grid points show at once; "train this
+    point" trains the chosen label count / methods / seed live (progress bar, learning curve)
+    and adds it to the plot. A click while training is ignored, and a trained point is cached,
+    so clicking twice never trains twice."""
+    import dataclasses
+
+    from minilib import runtime
+    from minilib.experiments import sample_efficiency as se
+
+    config = dataclasses.replace(config or se.SIZES[runtime.profile()], task=task)
+    labels = w.SelectionSlider(options=[(str(n), n) for n in config.label_counts], value=config.label_counts[1]
+                               if len(config.label_counts) > 1 else config.label_counts[0], description="labels")
+    boxes = {m: w.Checkbox(value=True, description=se.METHOD_STYLE[m]["label"].split(" (")[0], indent=False)
+             for m in se.METHODS}
+    seed = w.BoundedIntText(value=max(config.seeds) + 1, min=0, max=99, description="seed", layout=w.Layout(width="160px"))
+    train = w.Button(description="train this point", icon="play", button_style="primary")
+    plot_out, live_out = w.Output(), w.Output()
+    state = {"busy": False, "live": []}
+
+    def draw(*_):
+        def show():
+            rows = se.cached_rows(task, pretrained_path, config, results_dir=results_dir)
+            chosen = [m for m, b in boxes.items() if b.value]
+            summary = [r for r in se.summarize(rows + state["live"]) if r["method"] in chosen]
+            if not summary:
+                print("no cached points for these methods yet: press 'train this point'")
+                return
+            n = se.resolve_labels(task, labels.value)
+            for r in summary:
+                if r["n_labels"] == n:
+                    print(f"{r['method']:18s} at {n:>5,} labels: error {r['error']:.1%} ± {r['error_std']:.1%} "
+                          f"({r['seeds']} seed{'s' * (r['seeds'] > 1)})")
+            ax = se.plot_curves(summary, task, points=[p for p in state["live"] if p["method"] in chosen])
+            ax.axvline(n, color="k", lw=0.8, ls=":")
+            plt.show()
+        _safe(plot_out, show)
+
+    def train_point(_):
+        if state["busy"]:
+            return  # the first click is still training
+        state["busy"], train.disabled = True, True
+        try:
+            def run():
+                chosen = [m for m, b in boxes.items() if b.value]
+                if not chosen:
+                    print("tick at least one method")
+                    return
+                fig, ax = plt.subplots(figsize=(5, 3))
+                for method in chosen:
+                    print(f"training {method} on {labels.value} labels, seed {seed.value} …")
+                    row = se.run_point(task, labels.value, method, seed.value, pretrained_path, config,
+                                       results_dir=results_dir, progress=True)
+                    state["live"].append(row)
+                    epochs = [c["epoch"] for c in row["curve"]]
+                    ax.plot(epochs, [100 * c["test_error"] for c in row["curve"]], marker="o",
+                            color=se.METHOD_STYLE[method]["color"], label=method)
+                    print(f"{method}: test error {row['error']:.1%} ({row['seconds']:.0f} s)")
+                ax.set(xlabel="epoch", ylabel="test error (%)", title="learning curves of this point")
+                ax.legend(fontsize=8)
+                plt.show()
+            _safe(live_out, run)
+            draw()
+        finally:
+            state["busy"], train.disabled = False, False
+
+    labels.observe(draw, names="value")
+    for b in boxes.values():
+        b.observe(draw, names="value")
+    train.on_click(train_point)
+    draw()
+    return w.VBox([w.HBox([labels, seed, train]), w.HBox(list(boxes.values())), plot_out, live_out])
