@@ -182,9 +182,10 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
 
     def draw(*_):
         def show():
-            rows = se.cached_rows(task, pretrained_path, config, results_dir=results_dir)
+            rows = {(r["method"], r["n_labels"], r["seed"]): r
+                    for r in se.cached_rows(task, pretrained_path, config, results_dir=results_dir) + state["live"]}
             chosen = [m for m, b in boxes.items() if b.value]
-            summary = [r for r in se.summarize(rows + state["live"]) if r["method"] in chosen]
+            summary = [r for r in se.summarize(list(rows.values())) if r["method"] in chosen]
             if not summary:
                 print("no cached points for these methods yet: press 'train this point'")
                 return

@@ -347,3 +347,26 @@ def test_experiment_cli_prints_the_summary_line(tiny_pretrained, tmp_path, capsy
         main(["experiment", "sample-efficiency", "--labels", "0", "--checkpoint", str(tiny_pretrained)])
     with pytest.raises(SystemExit, match="pretrain awd-lstm"):
         main(["experiment", "sample-efficiency", "--checkpoint", str(tmp_path / "missing.pt")])
+
+
+def test_sample_efficiency_widget_trains_once_and_never_raises(tiny_pretrained, tmp_path, capsys, monkeypatch):
+    from minilib import widgets
+
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    config = dataclasses.replace(se.SIZES["smoke"], label_counts=(20, 40), seeds=(0,), clf_epochs=1,
+                                 lm_max_texts=150, max_test=60)
+    panel = widgets.sample_efficiency_explorer("rt", tiny_pretrained, config, results_dir=tmp_path)
+    assert "no cached points" in capsys.readouterr().out
+    button = panel.children[0].children[2]
+    button.click()
+    out = capsys.readouterr().out
+    assert "⚠" not in out and "ulmfit: test error" in out and len(list(tmp_path.glob("rt-*-n40-*.json"))) == 3
+    t0 = time.perf_counter()
+    button.click()  # the same point again: read from the cache, not retrained
+    assert time.perf_counter() - t0 < 5 and "⚠" not in capsys.readouterr().out
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("out of memory")
+    monkeypatch.setattr(se, "run_point", broken)
+    button.click()
+    assert "⚠ RuntimeError: out of memory" in capsys.readouterr().out and not button.disabled
