@@ -160,19 +160,24 @@ def generation_explorer(models: dict, vocab, prompt: str = "the president said",
     return w.VBox([w.HBox([box, picker]), w.HBox([temperature, top_k, again]), out])
 
 
-def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_dir=None) -> w.VBox:
-    """Chapter 04: error vs labels for each method. Cached grid points show at once; "train this
-    point" trains the chosen label count / methods / seed live (progress bar, learning curve)
-    and adds it to the plot. A click while training is ignored, and a trained point is cached,
-    so clicking twice never trains twice."""
+def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_dir=None,
+                               grid_profile: str | None = None) -> w.VBox:
+    """Chapter 04: error vs labels for each method. Cached grid points (of `grid_profile`, default
+    the current profile) show at once; "train this point" trains the chosen label count / methods
+    / seed live at the current profile's sizes (progress bar, learning curve) and adds it to the
+    plot as a ring. A click while training is ignored, and a trained point is cached, so clicking
+    twice never trains twice."""
     import dataclasses
 
     from minilib import runtime
     from minilib.experiments import sample_efficiency as se
 
     config = dataclasses.replace(config or se.SIZES[runtime.profile()], task=task)
-    labels = w.SelectionSlider(options=[(str(n), n) for n in config.label_counts], value=config.label_counts[1]
-                               if len(config.label_counts) > 1 else config.label_counts[0], description="labels")
+    grid_config = config if grid_profile is None else dataclasses.replace(se.SIZES[grid_profile], task=task)
+    counts = list(dict.fromkeys([*grid_config.label_counts, *config.label_counts]))
+    counts.sort(key=lambda n: se.resolve_labels(task, n))
+    labels = w.SelectionSlider(options=[(str(n), n) for n in counts], value=100 if 100 in counts else counts[0],
+                               description="labels")
     boxes = {m: w.Checkbox(value=True, description=se.METHOD_STYLE[m]["label"].split(" (")[0], indent=False)
              for m in se.METHODS}
     seed = w.BoundedIntText(value=max(config.seeds) + 1, min=0, max=99, description="seed", layout=w.Layout(width="160px"))
@@ -183,7 +188,8 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
     def draw(*_):
         def show():
             rows = {(r["method"], r["n_labels"], r["seed"]): r
-                    for r in se.cached_rows(task, pretrained_path, config, results_dir=results_dir) + state["live"]}
+                    for r in se.cached_rows(task, pretrained_path, grid_config, results_dir=results_dir,
+                                            profile=grid_profile) + state["live"]}
             chosen = [m for m, b in boxes.items() if b.value]
             summary = [r for r in se.summarize(list(rows.values())) if r["method"] in chosen]
             if not summary:
@@ -233,3 +239,36 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
     train.on_click(train_point)
     draw()
     return w.VBox([w.HBox([labels, seed, train]), w.HBox(list(boxes.values())), plot_out, live_out])
+
+
+# -- chapter 03: ELMo -----------------------------------------------------------------------------
+def contextual_explorer(model, static=None, word: str = "bank", sentences: Sequence[str] | None = None) -> w.VBox:
+    """Type sentences (one per line, optionally "sense | sentence") and a word → the cosine between the
+    word's vectors in those sentences, per biLM layer and for static vectors, with sense-grouping scores."""
+    from minilib.experiments import contextual
+
+    if sentences is None:
+        sentences = [f"{sense} | {s}" for sense, s in contextual.EXAMPLES.get(word, contextual.EXAMPLES["bank"])]
+    box = w.Text(value=word, description="word", continuous_update=False, layout=w.Layout(width="220px"))
+    text = w.Textarea(value="\n".join(sentences), description="sentences", continuous_update=False,
+                      layout=w.Layout(width="720px", height="170px"))
+    out = w.Output()
+
+    def show(*_):
+        def draw():
+            query, toks, positions, labels = contextual.parse_sentences(text.value, box.value)
+            vectors = contextual.word_vectors(model, toks, positions, static)
+            matrices = {name: contextual.cosine_matrix(v) for name, v in vectors.items()}
+            if static is not None and "static" not in matrices:
+                print(f"(the static vectors do not know {query!r}: no static panel)")
+            if all(labels) and len(set(labels)) > 1:
+                print("sense grouping (within − across): " + ", ".join(
+                    f"{name} {contextual.sense_grouping(m, labels):+.3f}" for name, m in matrices.items()))
+            contextual.plot_similarity(matrices, labels, word=query)
+            plt.show()
+        _safe(out, draw)
+
+    box.observe(show, names="value")
+    text.observe(show, names="value")
+    show()
+    return w.VBox([box, text, out])

@@ -360,7 +360,7 @@ def test_sample_efficiency_widget_trains_once_and_never_raises(tiny_pretrained, 
     button = panel.children[0].children[2]
     button.click()
     out = capsys.readouterr().out
-    assert "⚠" not in out and "ulmfit: test error" in out and len(list(tmp_path.glob("rt-*-n40-*.json"))) == 3
+    assert "⚠" not in out and "ulmfit: test error" in out and len(list(tmp_path.glob("rt-*-n20-*.json"))) == 3
     t0 = time.perf_counter()
     button.click()  # the same point again: read from the cache, not retrained
     assert time.perf_counter() - t0 < 5 and "⚠" not in capsys.readouterr().out

@@ -204,9 +204,10 @@ def _point_path(results_dir: Path, task: str, n_labels: int | str, method: str, 
 
 def cached_point(task: str, n_labels: int | str, method: str, seed: int, pretrained_path: str | Path,
                  config: SampleEfficiencyConfig | None = None, *, results_dir: str | Path | None = None,
-                 ) -> dict[str, Any] | None:
-    """The cached row of this point if one exists for this checkpoint and config, else None (no training)."""
-    prof = runtime.profile()
+                 profile: str | None = None) -> dict[str, Any] | None:
+    """The cached row of this point if one exists for this checkpoint and config, else None (no training).
+    `profile`: whose cache to read (default: the current profile's)."""
+    prof = profile or runtime.profile()
     config = dataclasses.replace(config or SIZES[prof], task=task)
     path = _point_path(Path(results_dir or RESULTS_DIR), task, n_labels, method, seed, prof)
     if not path.exists() or not Path(pretrained_path).exists():
@@ -300,14 +301,17 @@ def run_grid(config: SampleEfficiencyConfig, pretrained_path: str | Path, label_
 
 
 def cached_rows(task: str, pretrained_path: str | Path, config: SampleEfficiencyConfig | None = None,
-                methods: Sequence[str] | None = None, results_dir: str | Path | None = None) -> list[dict[str, Any]]:
-    """Every cached point of `task` for this checkpoint and config (what a widget shows at once)."""
-    config = dataclasses.replace(config or SIZES[runtime.profile()], task=task)
+                methods: Sequence[str] | None = None, results_dir: str | Path | None = None,
+                profile: str | None = None) -> list[dict[str, Any]]:
+    """Every cached point of `task` for this checkpoint and config (what a widget shows at once).
+    `profile`: read that profile's grid (e.g. the shipped laptop grid while running at smoke)."""
+    config = dataclasses.replace(config or SIZES[profile or runtime.profile()], task=task)
     rows = []
     for n in config.label_counts:
         for method in methods or config.methods:
             for seed in config.seeds:
-                row = cached_point(task, n, method, seed, pretrained_path, config, results_dir=results_dir)
+                row = cached_point(task, n, method, seed, pretrained_path, config, results_dir=results_dir,
+                                   profile=profile)
                 if row is not None:
                     rows.append(row)
     return rows
