@@ -272,3 +272,63 @@ def contextual_explorer(model, static=None, word: str = "bank", sentences: Seque
     text.observe(show, names="value")
     show()
     return w.VBox([box, text, out])
+
+
+def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: str | None = None) -> w.VBox:
+    """Chapter 03: RT sentiment from static vectors vs ELMo features. A label-count slider shows the cached
+    points' learning curves (of `grid_profile`, default the current profile) at once; "train this point"
+    trains both arms at that count and the chosen seed, live. Clicks while training are ignored."""
+    from minilib import runtime
+    from minilib.experiments import elmo_downstream as ed
+
+    prof = runtime.profile()
+    config = config or ed.SIZES[prof]
+    grid_config = ed.SIZES[grid_profile] if grid_profile else config
+    results_dir = results_dir or ed.RESULTS_DIR
+    counts = list(dict.fromkeys([*grid_config.label_counts, *config.label_counts]))
+    labels = w.SelectionSlider(options=[(str(n), n) for n in counts], value=100 if 100 in counts else counts[0],
+                               description="labels")
+    seed = w.BoundedIntText(value=0, min=0, max=99, description="seed", layout=w.Layout(width="160px"))
+    train = w.Button(description="train this point", icon="play", button_style="primary")
+    plot_out, live_out = w.Output(), w.Output()
+    state = {"busy": False}
+
+    def draw(*_):
+        def show():
+            rows = [r for arm in ed.ARMS for s in grid_config.seeds
+                    if (r := ed.cached_point(arm, labels.value, s, elmo_path, grid_config, results_dir,
+                                             profile=grid_profile or prof))]
+            if not rows:
+                print(f"no cached points at {labels.value} labels yet: press 'train this point'")
+                return
+            for r in ed.summarize(rows):
+                print(f"{r['arm']:6s} at {r['n_labels']:>5,} labels: accuracy {r['accuracy']:.1%} "
+                      f"± {r['accuracy_std']:.1%} ({r['seeds']} seed{'s' * (r['seeds'] > 1)})")
+            ax = ed.plot_curves(rows)
+            ax.set_title(f"RT sentiment, {labels.value} labels: test accuracy per epoch", fontsize=9)
+            plt.show()
+        _safe(plot_out, show)
+
+    def train_point(_):
+        if state["busy"]:
+            return  # the first click is still training
+        state["busy"], train.disabled = True, True
+        try:
+            def run():
+                rows = []
+                for arm in ed.ARMS:
+                    print(f"training {arm} on {labels.value} labels, seed {seed.value} …")
+                    rows.append(ed.run_point(arm, labels.value, seed.value, elmo_path, config,
+                                             results_dir=results_dir))
+                    print(f"{arm}: test accuracy {rows[-1]['accuracy']:.1%} ({rows[-1]['seconds']:.1f} s)")
+                ed.plot_curves(rows).set_title("this point: test accuracy per epoch", fontsize=9)
+                plt.show()
+            _safe(live_out, run)
+            draw()
+        finally:
+            state["busy"], train.disabled = False, False
+
+    labels.observe(draw, names="value")
+    train.on_click(train_point)
+    draw()
+    return w.VBox([w.HBox([labels, seed, train]), plot_out, live_out])

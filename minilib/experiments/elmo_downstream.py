@@ -1,0 +1,320 @@
+"""Chapter 03's downstream test: does adding ELMo to a task help when labels are few? (Peters et al. 2018 §3.3, §4)
+
+The paper adds ELMo to six tasks' existing models and every one improves (Table 1; SST-5 sentiment
++1.0 accuracy). Here the task is Rotten Tomatoes sentiment (positive/negative sentences) and the model
+is deliberately small, so the only difference between the two arms is the word vectors:
+
+    static   the mean of the sentence's SGNS vectors (trained on the biLM's own pretraining text)
+    elmo     §3.2 eq. 1: a learned ScalarMix (softmax weights s_j and a scale γ) over the biLM's 3 layers,
+             mean-pooled over the tokens; the biLM stays frozen (§3.3)
+    head     the same for both: dropout, then one linear layer to the 2 classes (logistic regression)
+
+Mean pooling commutes with the scalar mix (both are linear), so each sentence's 3 layers are pooled
+once, cached in .cache/ keyed by the checkpoint's sha256, and a point trains in seconds. Each
+(label count, seed) draws a stratified sample of the train split (sample_efficiency.stratified_sample,
+nested as n grows) and is cached as results/elmo-downstream/<arm>-n<labels>-s<seed>-<profile>.json with
+its provenance and the test accuracy after every epoch (the learning curve the widget draws).
+
+    from minilib.experiments import elmo_downstream as ed
+    row = ed.run_point("elmo", 100, seed=0, elmo_path="checkpoints/elmo-laptop.pt")
+    rows = ed.run_grid(ed.SIZES["laptop"], "checkpoints/elmo-laptop.pt")
+    ed.summarize(rows)      # mean ± std accuracy per (arm, labels)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from minilib import provenance, runtime
+from minilib.experiments.elmo_probes import SIZES as PROBE_SIZES, _file_sha256, default_checkpoint, static_baseline
+from minilib.models.elmo import ScalarMix
+
+RESULTS_DIR = provenance.REPO_ROOT / "results" / "elmo-downstream"
+FEATURE_CACHE = provenance.REPO_ROOT / ".cache" / "elmo-features"
+ARMS = ("static", "elmo")
+ALL = "all"        # a label count meaning the whole train split
+
+
+@dataclass(frozen=True)
+class DownstreamConfig:
+    label_counts: tuple = (100, 300, 1000, 3000, ALL)   # labelled training sentences per point
+    seeds: tuple[int, ...] = (0, 1, 2)     # each seed: another sample and another init
+    epochs: int = 20                       # passes over the labelled sample
+    min_steps_per_epoch: int = 10          # 100 labels make ~3 batches: repeat them so an epoch moves the head
+    batch_size: int = 32
+    lr: float = 1e-2                       # AdamW, for the head and the scalar-mix weights alike
+    weight_decay: float = 1e-2
+    dropout: float = 0.2                   # on the pooled features (the paper: dropout on ELMo, §3.3)
+    max_test: int | None = None            # cap the test sentences with a fixed stratified subset (smoke only)
+    threads: int | None = 1                # torch threads: the biLM runs fastest on one on a busy 2-core CPU
+
+
+SIZES = {
+    "smoke": DownstreamConfig(label_counts=(50, 200), seeds=(0,), epochs=4, max_test=300),
+    "laptop": DownstreamConfig(),
+    "full": DownstreamConfig(threads=None),
+}
+
+
+# ----------------------------------------------------------------------------- features
+
+def rt_data(split: str) -> tuple[list[list[str]], list[int]]:
+    """(token lists, labels 0/1) of RT sentiment's `split`, tokenized as the biLM read its training text."""
+    from minilib import data
+
+    items = data.rt_sentiment(split)
+    return [data.tokenize(r.text) or ["."] for r in items], [r.label for r in items]
+
+
+def elmo_pooled(model, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> torch.Tensor:
+    """(N, L, D): each sentence's biLM layers, mean-pooled over its tokens (frozen biLM, no grad)."""
+    from minilib.eval.probe import layer_features
+
+    out = []
+    for start in range(0, len(sentences), 1024):      # keep at most ~1k sentences' token vectors in memory
+        out += [f.mean(1) for f in layer_features(model, sentences[start:start + 1024], batch_size)]
+    return torch.stack(out)
+
+
+def static_pooled(vectors, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+    """(N, 1, dim): the mean of the known words' static vectors (zeros if none is known)."""
+    out = np.zeros((len(sentences), 1, vectors.dim), dtype=np.float32)
+    for i, s in enumerate(sentences):
+        known = [vectors.index[w] for w in s if w in vectors]
+        if known:
+            out[i, 0] = vectors.vectors[known].mean(0)
+    return torch.from_numpy(out)
+
+
+def features(arm: str, elmo_path, split: str, cache_dir: Path = FEATURE_CACHE, log=print) -> torch.Tensor:
+    """The pooled features of RT's `split` for `arm`, cached by the checkpoint's sha256 (the static
+    vectors are trained from the checkpoint's provenance, so they are keyed by it too)."""
+    from minilib.models.elmo import load_elmo
+
+    sha = _file_sha256(elmo_path)
+    prof = PROBE_SIZES.get(_checkpoint_profile(elmo_path), PROBE_SIZES["laptop"])
+    path = Path(cache_dir) / f"rt-{split}-{arm}-{sha[:16]}-d{prof.static_dim}e{prof.static_epochs}.pt"
+    if path.exists():
+        return torch.load(path, weights_only=True)
+    t = time.perf_counter()
+    model, _, meta = load_elmo(elmo_path, device="cpu")
+    sentences, _ = rt_data(split)
+    if arm == "elmo":
+        feats = elmo_pooled(model, sentences)
+    elif arm == "static":
+        feats = static_pooled(static_baseline(meta, prof.static_dim, prof.static_epochs), sentences)
+    else:
+        raise ValueError(f"arm {arm!r}: use one of {ARMS}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(feats, path)
+    log(f"{arm} features of RT {split}: {tuple(feats.shape)} in {time.perf_counter() - t:.0f} s -> {path}")
+    return feats
+
+
+def _checkpoint_profile(elmo_path) -> str:
+    meta_path = Path(str(elmo_path) + ".json")
+    if meta_path.exists():
+        return json.loads(meta_path.read_text()).get("profile", "laptop")
+    return "laptop"
+
+
+# ----------------------------------------------------------------------------- the classifier
+
+class PooledClassifier(nn.Module):
+    """(B, L, D) pooled layers → logits: ScalarMix over the L layers when L > 1 (§3.2 eq. 1), then
+    dropout and one linear layer. Features are standardised per layer with fixed statistics."""
+
+    def __init__(self, n_layers: int, dim: int, n_classes: int, mean: torch.Tensor, std: torch.Tensor,
+                 dropout: float = 0.2):
+        super().__init__()
+        self.mix = ScalarMix(n_layers) if n_layers > 1 else None
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+        self.drop = nn.Dropout(dropout)
+        self.head = nn.Linear(dim, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = (x - self.mean) / self.std                                   # (B, L, D)
+        x = self.mix(x.transpose(0, 1).unsqueeze(2)).squeeze(1) if self.mix is not None else x[:, 0]
+        return self.head(self.drop(x))
+
+
+def train_head(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor,
+               config: DownstreamConfig, seed: int, stats: tuple[torch.Tensor, torch.Tensor]) -> dict:
+    """Train a PooledClassifier; return the final test accuracy, the per-epoch curve and the layer weights."""
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = PooledClassifier(train_x.shape[1], train_x.shape[2], 2, *stats, dropout=config.dropout)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    curve = []
+    for epoch in range(1, config.epochs + 1):
+        model.train()
+        order = torch.randperm(len(train_y), generator=gen)
+        reps = -(-config.min_steps_per_epoch * config.batch_size // len(order)) if len(order) else 1
+        order = torch.cat([order] + [torch.randperm(len(train_y), generator=gen) for _ in range(reps - 1)])
+        losses = []
+        for idx in order.split(config.batch_size):
+            loss = nn.functional.cross_entropy(model(train_x[idx]), train_y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        model.eval()
+        with torch.no_grad():
+            acc = (model(test_x).argmax(-1) == test_y).float().mean().item()
+        curve.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "test_accuracy": acc})
+    weights = model.mix.weights.tolist() if model.mix is not None else None
+    gamma = model.mix.gamma.item() if model.mix is not None else None
+    return {"accuracy": curve[-1]["test_accuracy"], "curve": curve, "layer_weights": weights, "gamma": gamma}
+
+
+# ----------------------------------------------------------------------------- points and the grid
+
+def resolve_labels(n_labels, n_train: int) -> int:
+    if n_labels == ALL:
+        return n_train
+    if isinstance(n_labels, str) and n_labels.isdigit():
+        n_labels = int(n_labels)
+    if not isinstance(n_labels, int) or not 0 < n_labels <= n_train:
+        raise ValueError(f"label count {n_labels!r}: use a number from 1 to {n_train}, or {ALL!r}")
+    return n_labels
+
+
+def _point_path(results_dir, arm: str, n_labels, seed: int, prof: str) -> Path:
+    return Path(results_dir) / f"{arm}-n{n_labels}-s{seed}-{prof}.json"
+
+
+def _training_settings(config: DownstreamConfig) -> dict:
+    """The config fields that change a point's result (not which points a grid holds)."""
+    return {k: v for k, v in asdict(config).items() if k not in ("label_counts", "seeds", "threads")}
+
+
+def cached_point(arm: str, n_labels, seed: int, elmo_path, config: DownstreamConfig | None = None,
+                 results_dir=RESULTS_DIR, profile: str | None = None) -> dict | None:
+    """A point from the cache if it was trained from this checkpoint with these settings, else None."""
+    prof = profile or runtime.profile()
+    config = config or SIZES[prof]
+    path = _point_path(results_dir, arm, n_labels, seed, prof)
+    if not path.exists():
+        return None
+    row = json.loads(path.read_text())
+    same = (row.get("checkpoint_sha256") == _file_sha256(elmo_path)
+            and row.get("config") == json.loads(json.dumps(_training_settings(config))))
+    return row if same else None
+
+
+def run_point(arm: str, n_labels, seed: int, elmo_path, config: DownstreamConfig | None = None, *,
+              results_dir=RESULTS_DIR, force: bool = False, log=print) -> dict[str, Any]:
+    """Train one classifier on `n_labels` stratified RT train sentences; cached as JSON with provenance."""
+    from minilib.experiments.sample_efficiency import stratified_sample
+
+    if arm not in ARMS:
+        raise ValueError(f"arm {arm!r}: use one of {ARMS}")
+    prof = runtime.profile()
+    config = config or SIZES[prof]
+    if not force and (row := cached_point(arm, n_labels, seed, elmo_path, config, results_dir)):
+        return row
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    t0 = time.perf_counter()
+    _, labels = rt_data("train")
+    _, test_labels = rt_data("test")
+    n = resolve_labels(n_labels, len(labels))
+    train_all, test_x = features(arm, elmo_path, "train", log=log), features(arm, elmo_path, "test", log=log)
+    test_y = torch.tensor(test_labels)
+    if config.max_test is not None and config.max_test < len(test_y):
+        keep = torch.from_numpy(stratified_sample(test_labels, config.max_test, seed=0))
+        test_x, test_y = test_x[keep], test_y[keep]
+    # standardisation from every train sentence's features (no labels needed), so it does not depend on n
+    stats = (train_all.mean(0), train_all.std(0).clamp_min(1e-6))
+    idx = torch.from_numpy(stratified_sample(labels, n, seed))
+    result = train_head(train_all[idx], torch.tensor(labels)[idx], test_x, test_y, config, seed, stats)
+    row = {"arm": arm, "n_labels": n, "seed": seed, **result, "n_test": len(test_y),
+           "seconds": round(time.perf_counter() - t0, 2),
+           "train_indices_sha256": hashlib.sha256(idx.numpy().astype(np.int64).tobytes()).hexdigest(),
+           "checkpoint": str(elmo_path), "checkpoint_sha256": _file_sha256(elmo_path),
+           "config": _training_settings(config),
+           "provenance": provenance.stamp(seed=seed, threads=torch.get_num_threads())}
+    row = json.loads(json.dumps(row))
+    provenance.write_json(_point_path(results_dir, arm, n_labels, seed, prof), row)
+    return row
+
+
+def run_grid(config: DownstreamConfig, elmo_path, label_counts=None, seeds=None, log=print, **kwargs) -> list[dict]:
+    """Every (label count, arm, seed) point, reusing cached points."""
+    rows = []
+    for n in label_counts or config.label_counts:
+        for arm in ARMS:
+            for seed in seeds if seeds is not None else config.seeds:
+                rows.append(run_point(arm, n, seed, elmo_path, config, log=log, **kwargs))
+                log(f"n={n!s:<5} {arm:6s} seed {seed}: accuracy {rows[-1]['accuracy']:.3f} "
+                    f"({rows[-1]['seconds']:.1f} s)")
+    return rows
+
+
+def summarize(rows: Sequence[dict]) -> list[dict]:
+    """Mean and std (ddof=1) of the test accuracy per (arm, labels), over seeds."""
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["n_labels"], r["arm"]), []).append(r["accuracy"])
+    return [{"n_labels": n, "arm": a, "accuracy": float(np.mean(v)),
+             "accuracy_std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, "seeds": len(v)}
+            for (n, a), v in sorted(groups.items())]
+
+
+def plot_curves(rows: Sequence[dict], ax=None):
+    """Test accuracy per epoch for each point in `rows`, static dashed and ELMo solid."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 3.4))
+    colors = {"static": "tab:gray", "elmo": "tab:blue"}
+    for r in rows:
+        ax.plot([c["epoch"] for c in r["curve"]], [100 * c["test_accuracy"] for c in r["curve"]],
+                color=colors[r["arm"]], ls="--" if r["arm"] == "static" else "-", alpha=0.8,
+                label=f"{r['arm']} (seed {r['seed']})")
+    ax.set(xlabel="epoch", ylabel="test accuracy (%)")
+    ax.legend(fontsize=7, ncol=2)
+    return ax
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def cli_arguments(parser, name: str) -> None:
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="biLM checkpoint (default: checkpoints/elmo-<profile>.pt)")
+    parser.add_argument("--labels", default=None, help="comma-separated label counts or 'all' (default: the profile's)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the profile's)")
+    parser.add_argument("--force", action="store_true", help="retrain points even if cached")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where points are cached")
+
+
+def cli_run(args, name: str) -> int:
+    prof = runtime.profile()
+    config = SIZES[prof]
+    ckpt = args.checkpoint or default_checkpoint(prof)
+    if not Path(ckpt).exists():
+        raise SystemExit(f"no biLM at {ckpt}: pass --checkpoint PATH, or make one with "
+                         f"`python -m minilib pretrain elmo --profile {prof}`")
+    labels = [x if x == ALL else int(x) for x in args.labels.split(",")] if args.labels else list(config.label_counts)
+    seeds = list(range(args.seeds)) if args.seeds else list(config.seeds)
+    t = time.perf_counter()
+    rows = run_grid(config, ckpt, labels, seeds, force=args.force, results_dir=args.results_dir)
+    summary = summarize(rows)
+    by = {(s["n_labels"], s["arm"]): s for s in summary}
+    for n in dict.fromkeys(s["n_labels"] for s in summary):
+        print(f"n={n:<5} static {by[n, 'static']['accuracy']:.3f} ± {by[n, 'static']['accuracy_std']:.3f}   "
+              f"elmo {by[n, 'elmo']['accuracy']:.3f} ± {by[n, 'elmo']['accuracy_std']:.3f}")
+    print(f"{len(rows)} points in {time.perf_counter() - t:.0f} s")
+    print(f"{name}: " + " ".join(f"labels={n} static_acc={by[n, 'static']['accuracy']:.3f} "
+                                f"elmo_acc={by[n, 'elmo']['accuracy']:.3f}"
+                                for n in dict.fromkeys(s["n_labels"] for s in summary)))
+    return 0

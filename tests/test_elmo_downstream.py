@@ -1,0 +1,113 @@
+"""RT sentiment from static vs ELMo features (minilib.experiments.elmo_downstream) and its widget, on toy features."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+import torch
+
+from minilib import widgets
+from minilib.eval.similarity import WordVectors
+from minilib.experiments import elmo_downstream as ed
+from minilib.models.elmo import ScalarMix
+
+N_TRAIN, N_TEST = 400, 200
+
+
+def toy_features(n, layers, seed, signal=2.0):
+    """Labels 0/1; only layer 1's first feature carries them."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % 2
+    x = torch.randn(n, layers, 6, generator=g)
+    x[:, min(1, layers - 1), 0] += signal * (2 * y - 1)
+    return x, y
+
+
+@pytest.fixture
+def toy_task(monkeypatch, tmp_path, one_thread):
+    data = {"train": toy_features(N_TRAIN, 3, 0), "test": toy_features(N_TEST, 3, 1)}
+    monkeypatch.setattr(ed, "rt_data", lambda split: ([["w"]] * len(data[split][1]), data[split][1].tolist()))
+    calls = []
+
+    def features(arm, elmo_path, split, **_):
+        calls.append((arm, split))
+        x = data[split][0]
+        return x if arm == "elmo" else x[:, 1:2] * 0.0 + torch.randn(len(x), 1, 6)   # static: no signal
+    monkeypatch.setattr(ed, "features", features)
+    ckpt = tmp_path / "elmo.pt"
+    ckpt.write_bytes(b"a stand-in checkpoint: only its sha256 is read")
+    config = ed.DownstreamConfig(label_counts=(40, ed.ALL), seeds=(0, 1), epochs=15)
+    return ckpt, config, tmp_path / "results", calls
+
+
+def test_mean_pooling_commutes_with_scalar_mix():
+    torch.manual_seed(0)
+    layers = torch.randn(3, 2, 5, 4)                       # (L, B, T, D)
+    mix = ScalarMix(3)
+    with torch.no_grad():
+        mix.w.copy_(torch.tensor([0.3, -1.0, 2.0]))
+        pooled_then_mixed = mix(layers.mean(2, keepdim=True))[:, 0]
+        torch.testing.assert_close(pooled_then_mixed, mix(layers).mean(1))
+
+
+def test_static_pooled_averages_known_words():
+    vecs = WordVectors(["good", "bad"], np.array([[1, 0], [0, 1]], dtype=np.float32))
+    x = ed.static_pooled(vecs, [["good", "zzz", "bad"], ["zzz"]])
+    assert x.shape == (2, 1, 2)
+    torch.testing.assert_close(x[0, 0], torch.tensor([0.5, 0.5]))
+    assert x[1].abs().sum() == 0
+
+
+def test_train_head_finds_the_informative_layer(one_thread):
+    tx, ty = toy_features(N_TRAIN, 3, 0)
+    vx, vy = toy_features(N_TEST, 3, 1)
+    config = ed.DownstreamConfig(epochs=15)
+    res = ed.train_head(tx, ty, vx, vy, config, seed=0, stats=(tx.mean(0), tx.std(0)))
+    assert res["accuracy"] > 0.9 and len(res["curve"]) == 15
+    assert res["curve"][-1]["train_loss"] < res["curve"][0]["train_loss"]
+    assert sum(res["layer_weights"]) == pytest.approx(1.0) and np.argmax(res["layer_weights"]) == 1
+
+
+def test_run_point_caches_and_elmo_beats_static(toy_task):
+    ckpt, config, results, calls = toy_task
+    rows = ed.run_grid(config, ckpt, results_dir=results, log=lambda *_: None)
+    assert len(rows) == 2 * 2 * 2 and len(list(results.glob("*.json"))) == 8
+    summary = {(s["n_labels"], s["arm"]): s for s in ed.summarize(rows)}
+    assert summary[(N_TRAIN, "elmo")]["accuracy"] > 0.85 > summary[(N_TRAIN, "static")]["accuracy"]
+    assert rows[0]["provenance"]["seed"] == 0 and rows[0]["n_labels"] == 40
+    n_calls = len(calls)
+    again = ed.run_point("elmo", 40, 1, ckpt, config, results_dir=results)      # from the cache: nothing computed
+    assert len(calls) == n_calls and again == next(r for r in rows if (r["arm"], r["n_labels"], r["seed"]) == ("elmo", 40, 1))
+    other = ed.DownstreamConfig(label_counts=(40,), seeds=(1,), epochs=3)         # other settings: retrained
+    assert len(ed.run_point("elmo", 40, 1, ckpt, other, results_dir=results)["curve"]) == 3
+
+
+def test_resolve_labels_messages():
+    assert ed.resolve_labels(ed.ALL, 50) == 50 and ed.resolve_labels("20", 50) == 20
+    with pytest.raises(ValueError, match="from 1 to 50"):
+        ed.resolve_labels(51, 50)
+
+
+def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, monkeypatch, capsys):
+    ckpt, config, results, _ = toy_task
+    ed.run_point("static", 40, 0, ckpt, config, results_dir=results)
+    ed.run_point("elmo", 40, 0, ckpt, config, results_dir=results)
+    panel = widgets.downstream_explorer(ckpt, config, results_dir=results)
+    shown = capsys.readouterr().out
+    assert "elmo   at    40 labels" in shown and "⚠" not in shown
+    slider, _, button = panel.children[0].children
+    slider.value = ed.ALL
+    assert "no cached points" in capsys.readouterr().out
+
+    real, trained = ed.run_point, []
+
+    def run_point_clicking_again(*args, **kwargs):
+        button.click()                     # a second click while the first is training: must be ignored
+        trained.append(args[:3])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(ed, "run_point", run_point_clicking_again)
+    button.click()
+    shown = capsys.readouterr().out
+    assert trained == [("static", ed.ALL, 0), ("elmo", ed.ALL, 0)] and "⚠" not in shown
+    assert "elmo   at   400 labels" in shown and not button.disabled
