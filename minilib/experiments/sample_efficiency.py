@@ -302,12 +302,12 @@ def run_grid(config: SampleEfficiencyConfig, pretrained_path: str | Path, label_
 
 def cached_rows(task: str, pretrained_path: str | Path, config: SampleEfficiencyConfig | None = None,
                 methods: Sequence[str] | None = None, results_dir: str | Path | None = None,
-                profile: str | None = None) -> list[dict[str, Any]]:
+                profile: str | None = None, label_counts: Sequence | None = None) -> list[dict[str, Any]]:
     """Every cached point of `task` for this checkpoint and config (what a widget shows at once).
     `profile`: read that profile's grid (e.g. the shipped laptop grid while running at smoke)."""
     config = dataclasses.replace(config or SIZES[profile or runtime.profile()], task=task)
     rows = []
-    for n in config.label_counts:
+    for n in label_counts or config.label_counts:
         for method in methods or config.methods:
             for seed in config.seeds:
                 row = cached_point(task, n, method, seed, pretrained_path, config, results_dir=results_dir,
