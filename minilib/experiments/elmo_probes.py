@@ -179,6 +179,12 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
             + f" mfs={wsd['l0'][-1]['mfs']:.3f} ({wsd['l0'][-1]['n_test']} test examples)")
     times["wsd"] = time.perf_counter() - t
 
+    # the lesson's "bank"/"apple" sentences: within-sense minus across-sense cosine, per layer and static
+    from minilib.experiments.contextual import grouping_table
+    grouping = grouping_table(model, static)
+    log("sense grouping: " + "; ".join(f"{w}: " + " ".join(f"{k} {v:+.3f}" for k, v in g.items())
+                                       for w, g in grouping.items()))
+
     summary = {f"pos_{k}": _mean_std([r["accuracy"] for r in v]) for k, v in pos.items()}
     summary |= {f"wsd_{k}": _mean_std([r["accuracy"] for r in v]) for k, v in wsd.items()}
     summary["wsd_mfs"] = _mean_std([r["mfs"] for r in wsd["l0"]])
@@ -188,7 +194,7 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
         "summary": summary,
         "pos": {k: v for k, v in pos.items()}, "wsd": wsd,
         "pos_static_oov": probe.oov_rate(static, test_words),
-        "wsd_examples": len(examples), "wsd_lemmas": len(set(lemmas)),
+        "sense_grouping": grouping, "wsd_examples": len(examples), "wsd_lemmas": len(set(lemmas)),
         "static": {"model": "SGNS (minilib word2vec)", "words": len(static), "dim": static.dim,
                    "epochs": config.static_epochs, "trained_on": (meta.get("data") or {}).get("train")},
         "mfs": "the sense with most centroid-building (training) examples; ties: first in WordNet file order",
