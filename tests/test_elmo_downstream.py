@@ -37,7 +37,7 @@ def toy_task(monkeypatch, tmp_path, one_thread):
     monkeypatch.setattr(ed, "features", features)
     ckpt = tmp_path / "elmo.pt"
     ckpt.write_bytes(b"a stand-in checkpoint: only its sha256 is read")
-    config = ed.DownstreamConfig(label_counts=(40, ed.ALL), seeds=(0, 1), epochs=15)
+    config = ed.DownstreamConfig(label_counts=(40, ed.ALL), seeds=(0, 1), epochs=15, lr=3e-2)
     return ckpt, config, tmp_path / "results", calls
 
 
@@ -62,8 +62,8 @@ def test_static_pooled_averages_known_words():
 def test_train_head_finds_the_informative_layer(one_thread):
     tx, ty = toy_features(N_TRAIN, 3, 0)
     vx, vy = toy_features(N_TEST, 3, 1)
-    config = ed.DownstreamConfig(epochs=15)
-    res = ed.train_head(tx, ty, vx, vy, config, seed=0, stats=(tx.mean(0), tx.std(0)))
+    config = ed.DownstreamConfig(epochs=15, lr=3e-2)   # toy data: a faster LR than real features need
+    res = ed.train_head({"elmo": tx}, ty, {"elmo": vx}, vy, config, seed=0)
     assert res["accuracy"] > 0.9 and len(res["curve"]) == 15
     assert res["curve"][-1]["train_loss"] < res["curve"][0]["train_loss"]
     assert sum(res["layer_weights"]) == pytest.approx(1.0) and np.argmax(res["layer_weights"]) == 1
@@ -72,9 +72,10 @@ def test_train_head_finds_the_informative_layer(one_thread):
 def test_run_point_caches_and_elmo_beats_static(toy_task):
     ckpt, config, results, calls = toy_task
     rows = ed.run_grid(config, ckpt, results_dir=results, log=lambda *_: None)
-    assert len(rows) == 2 * 2 * 2 and len(list(results.glob("*.json"))) == 8
+    assert len(rows) == 2 * 3 * 2 and len(list(results.glob("*.json"))) == 12
     summary = {(s["n_labels"], s["arm"]): s for s in ed.summarize(rows)}
     assert summary[(N_TRAIN, "elmo")]["accuracy"] > 0.85 > summary[(N_TRAIN, "static")]["accuracy"]
+    assert summary[(N_TRAIN, "static+elmo")]["accuracy"] > 0.85          # the concatenation keeps ELMo's signal
     assert rows[0]["provenance"]["seed"] == 0 and rows[0]["n_labels"] == 40
     n_calls = len(calls)
     again = ed.run_point("elmo", 40, 1, ckpt, config, results_dir=results)      # from the cache: nothing computed
@@ -93,9 +94,10 @@ def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, mo
     ckpt, config, results, _ = toy_task
     ed.run_point("static", 40, 0, ckpt, config, results_dir=results)
     ed.run_point("elmo", 40, 0, ckpt, config, results_dir=results)
+    ed.run_point("static+elmo", 40, 0, ckpt, config, results_dir=results)
     panel = widgets.downstream_explorer(ckpt, config, results_dir=results)
     shown = capsys.readouterr().out
-    assert "elmo   at    40 labels" in shown and "⚠" not in shown
+    assert "static+elmo at    40 labels" in shown and "⚠" not in shown
     slider, _, button = panel.children[0].children
     slider.value = ed.ALL
     assert "no cached points" in capsys.readouterr().out
@@ -109,5 +111,5 @@ def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, mo
     monkeypatch.setattr(ed, "run_point", run_point_clicking_again)
     button.click()
     shown = capsys.readouterr().out
-    assert trained == [("static", ed.ALL, 0), ("elmo", ed.ALL, 0)] and "⚠" not in shown
-    assert "elmo   at   400 labels" in shown and not button.disabled
+    assert trained == [(arm, ed.ALL, 0) for arm in ed.ARMS] and "⚠" not in shown
+    assert "elmo        at   400 labels" in shown and not button.disabled
