@@ -222,10 +222,10 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
                                        results_dir=results_dir, progress=True)
                     state["live"].append(row)
                     epochs = [c["epoch"] for c in row["curve"]]
-                    ax.plot(epochs, [100 * c["test_error"] for c in row["curve"]], marker="o",
+                    ax.plot(epochs, [c["train_loss"] for c in row["curve"]], marker="o",
                             color=se.METHOD_STYLE[method]["color"], label=method)
                     print(f"{method}: test error {row['error']:.1%} ({row['seconds']:.0f} s)")
-                ax.set(xlabel="epoch", ylabel="test error (%)", title="learning curves of this point")
+                ax.set(xlabel="epoch", ylabel="training loss", title="learning curves of this point")
                 ax.legend(fontsize=8)
                 plt.show()
             _safe(live_out, run)
