@@ -37,7 +37,7 @@ def toy_task(monkeypatch, tmp_path, one_thread):
     monkeypatch.setattr(ed, "features", features)
     ckpt = tmp_path / "elmo.pt"
     ckpt.write_bytes(b"a stand-in checkpoint: only its sha256 is read")
-    config = ed.DownstreamConfig(label_counts=(40, ed.ALL), seeds=(0, 1), epochs=15, lr=3e-2)
+    config = ed.DownstreamConfig(label_counts=(40, ed.ALL), seeds=(0, 1), epochs=15, lr=3e-2, l2_grid=(1e-3, 1e-1))
     return ckpt, config, tmp_path / "results", calls
 
 
@@ -77,11 +77,34 @@ def test_run_point_caches_and_elmo_beats_static(toy_task):
     assert summary[(N_TRAIN, "elmo")]["accuracy"] > 0.85 > summary[(N_TRAIN, "static")]["accuracy"]
     assert summary[(N_TRAIN, "static+elmo")]["accuracy"] > 0.85          # the concatenation keeps ELMo's signal
     assert rows[0]["provenance"]["seed"] == 0 and rows[0]["n_labels"] == 40
+    assert all(r["l2"] in config.l2_grid and set(r["cv_accuracy"]) == {"0.001", "0.1"} for r in rows)
     n_calls = len(calls)
     again = ed.run_point("elmo", 40, 1, ckpt, config, results_dir=results)      # from the cache: nothing computed
     assert len(calls) == n_calls and again == next(r for r in rows if (r["arm"], r["n_labels"], r["seed"]) == ("elmo", 40, 1))
     other = ed.DownstreamConfig(label_counts=(40,), seeds=(1,), epochs=3)         # other settings: retrained
     assert len(ed.run_point("elmo", 40, 1, ckpt, other, results_dir=results)["curve"]) == 3
+
+
+def test_choose_l2_cross_validates_inside_the_labelled_sample(monkeypatch):
+    calls = []
+
+    def fake_train_head(tx, ty, vx, vy, config, seed, stats=None, l2=0.0):
+        calls.append((l2, tx["elmo"][:, 0, 0].long().tolist(), vx["elmo"][:, 0, 0].long().tolist(), vy.tolist()))
+        return {"accuracy": {1e-4: 0.6, 1e-2: 0.7, 1.0: 0.7}[l2]}
+    monkeypatch.setattr(ed, "train_head", fake_train_head)
+    x, y = torch.arange(30.0).reshape(30, 1, 1), torch.arange(30) % 2          # item i has feature i
+    config = ed.DownstreamConfig(l2_grid=(1e-4, 1e-2, 1.0), cv_folds=3)
+    lam, scores = ed.choose_l2({"elmo": x}, y, config, seed=0)
+    assert scores == pytest.approx({1e-4: 0.6, 1e-2: 0.7, 1.0: 0.7}) and lam == 1.0    # a tie goes to the stronger L2
+    assert len(calls) == 9
+    for l2 in config.l2_grid:
+        folds = [c for c in calls if c[0] == l2]
+        held_out = sorted(i for c in folds for i in c[2])
+        assert held_out == list(range(30))                                       # each item validated once
+        for _, train, val, val_y in folds:
+            assert not set(train) & set(val) and len(train) + len(val) == 30
+            assert val_y == [i % 2 for i in val] and sum(val_y) == 5              # stratified: 5 of each class
+    assert ed.choose_l2({"elmo": x}, y, ed.DownstreamConfig(l2_grid=(0.5,)), seed=0) == (0.5, {})
 
 
 def test_resolve_labels_messages():
