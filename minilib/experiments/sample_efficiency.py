@@ -72,6 +72,8 @@ class SampleEfficiencyConfig:
     seeds: tuple[int, ...] = (0, 1, 2)                 # each seed: another sample and another init
     clf_epochs: int = 6                                # stage (c) epochs (5 groups: 4 unfreezing + 2 all)
     clf_lr: float = 1e-2                               # head LR; lower groups /2.6 each (§3.2)
+    min_steps_per_epoch: int = 20                      # small samples are repeated within an epoch: 50 labels
+                                                       # make 2 batches, and 2 steps per unfreezing stage move nothing
     batch_size: int = 32
     drop_mult: float = 0.5                             # AWD-LSTM dropouts x this for fine-tuning (fastai's drop_mult)
     lm_epochs: int = 1                                 # stage (b) epochs on the task's unlabeled text
@@ -262,8 +264,10 @@ def run_point(task: str, n_labels: int | str, method: str, seed: int, pretrained
 
     texts, labels = task_data(task, "train")
     idx = stratified_sample(labels, n, seed)
-    train = ClassificationBatches(encode_texts([texts[i] for i in idx], vocab), [labels[i] for i in idx],
-                                  batch_size=config.batch_size, seed=seed)
+    # a stage ("epoch") of gradual unfreezing sees the sample often enough to take min_steps_per_epoch steps
+    repeat = max(1, -(-config.min_steps_per_epoch * config.batch_size // n))
+    train = ClassificationBatches(encode_texts([texts[i] for i in idx], vocab) * repeat,
+                                  [labels[i] for i in idx] * repeat, batch_size=config.batch_size, seed=seed)
     test_texts, test_labels = task_data(task, "test")
     if config.max_test is not None and config.max_test < len(test_labels):
         # a fixed stratified subset (the split is in file order, which is sorted by rating for rt)
