@@ -98,6 +98,17 @@ AWD_SIZES = {  # corpus and batch sizes per profile; the model's sizes come from
 }
 
 
+def add_run_arguments(p: argparse.ArgumentParser, name: str) -> None:
+    """The options every pretrainer shares: threads, seed, where to write, resume, progress."""
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest for LSTMs on a busy 2-core CPU)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=None, help=f"checkpoint path (default: checkpoints/{name}-<profile>.pt)")
+    p.add_argument("--checkpoint-dir", type=Path, default=None,
+                   help="training state for resume (default: .cache/pretrain/<out name>)")
+    p.add_argument("--no-resume", action="store_true", help="start over even if a training checkpoint exists")
+    p.add_argument("--progress", choices=("console", "off"), default="console")
+
+
 def add_awd_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=runtime.PROFILES, default=None,
                    help="size profile (default: $MINILIB_PROFILE or the device's default)")
@@ -111,13 +122,7 @@ def add_awd_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden-size", type=int, default=None, help="override the profile's LSTM size")
     p.add_argument("--valid-words", type=int, default=None, help="cap the validation words (default: the whole split)")
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest for LSTMs on a busy 2-core CPU)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=None, help="checkpoint path (default: checkpoints/awd-lstm-<profile>.pt)")
-    p.add_argument("--checkpoint-dir", type=Path, default=None,
-                   help="training state for resume (default: .cache/pretrain/<out name>)")
-    p.add_argument("--no-resume", action="store_true", help="start over even if a training checkpoint exists")
-    p.add_argument("--progress", choices=("console", "off"), default="console")
+    add_run_arguments(p, "awd-lstm")
 
 
 class StopAfter(Callback):
@@ -265,13 +270,7 @@ def add_elmo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--valid-words", type=int, default=None, help="validation words (default: per profile; 0 = all)")
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest for LSTMs on a busy 2-core CPU)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=None, help="checkpoint path (default: checkpoints/elmo-<profile>.pt)")
-    p.add_argument("--checkpoint-dir", type=Path, default=None,
-                   help="training state for resume (default: .cache/pretrain/<out name>)")
-    p.add_argument("--no-resume", action="store_true", help="start over even if a training checkpoint exists")
-    p.add_argument("--progress", choices=("console", "off"), default="console")
+    add_run_arguments(p, "elmo")
 
 
 def pretrain_elmo_command(args: argparse.Namespace) -> int:

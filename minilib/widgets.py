@@ -27,6 +27,21 @@ def _safe(output: w.Output, fn: Callable[[], None]) -> None:
             print(f"⚠ {type(exc).__name__}: {exc}")
 
 
+def _one_at_a_time(button: w.Button, fn: Callable[[], None]) -> Callable:
+    """A click handler running `fn` with `button` disabled; clicks while it runs are ignored."""
+    busy = [False]
+
+    def on_click(_):
+        if busy[0]:
+            return  # the first click is still running
+        busy[0], button.disabled = True, True
+        try:
+            fn()
+        finally:
+            busy[0], button.disabled = False, False
+    return on_click
+
+
 def corpus_explorer(load_tokens: Callable[[str], list[str]], names: Sequence[str],
                     sample_words: int = 60, seed: int = 0) -> w.VBox:
     """Pick a corpus → its size, its Zipf plot and a random passage.
@@ -183,13 +198,13 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
     seed = w.BoundedIntText(value=max(config.seeds) + 1, min=0, max=99, description="seed", layout=w.Layout(width="160px"))
     train = w.Button(description="train this point", icon="play", button_style="primary")
     plot_out, live_out = w.Output(), w.Output()
-    state = {"busy": False, "live": []}
+    live: list[dict] = []  # points trained in this session
 
     def draw(*_):
         def show():
             rows = {(r["method"], r["n_labels"], r["seed"]): r
                     for r in se.cached_rows(task, pretrained_path, grid_config, results_dir=results_dir,
-                                            profile=grid_profile) + state["live"]}
+                                            profile=grid_profile) + live}
             chosen = [m for m, b in boxes.items() if b.value]
             summary = [r for r in se.summarize(list(rows.values())) if r["method"] in chosen]
             if not summary:
@@ -200,43 +215,37 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
                 if r["n_labels"] == n:
                     print(f"{r['method']:18s} at {n:>5,} labels: error {r['error']:.1%} ± {r['error_std']:.1%} "
                           f"({r['seeds']} seed{'s' * (r['seeds'] > 1)})")
-            ax = se.plot_curves(summary, task, points=[p for p in state["live"] if p["method"] in chosen])
+            ax = se.plot_curves(summary, task, points=[p for p in live if p["method"] in chosen])
             ax.axvline(n, color="k", lw=0.8, ls=":")
             plt.show()
         _safe(plot_out, show)
 
-    def train_point(_):
-        if state["busy"]:
-            return  # the first click is still training
-        state["busy"], train.disabled = True, True
-        try:
-            def run():
-                chosen = [m for m, b in boxes.items() if b.value]
-                if not chosen:
-                    print("tick at least one method")
-                    return
-                fig, ax = plt.subplots(figsize=(5, 3))
-                for method in chosen:
-                    print(f"training {method} on {labels.value} labels, seed {seed.value} …")
-                    row = se.run_point(task, labels.value, method, seed.value, pretrained_path, config,
-                                       results_dir=results_dir, progress=True)
-                    state["live"].append(row)
-                    epochs = [c["epoch"] for c in row["curve"]]
-                    ax.plot(epochs, [c["train_loss"] for c in row["curve"]], marker="o",
-                            color=se.METHOD_STYLE[method]["color"], label=method)
-                    print(f"{method}: test error {row['error']:.1%} ({row['seconds']:.0f} s)")
-                ax.set(xlabel="epoch", ylabel="training loss", title="learning curves of this point")
-                ax.legend(fontsize=8)
-                plt.show()
-            _safe(live_out, run)
-            draw()
-        finally:
-            state["busy"], train.disabled = False, False
+    def train_point():
+        def run():
+            chosen = [m for m, b in boxes.items() if b.value]
+            if not chosen:
+                print("tick at least one method")
+                return
+            fig, ax = plt.subplots(figsize=(5, 3))
+            for method in chosen:
+                print(f"training {method} on {labels.value} labels, seed {seed.value} …")
+                row = se.run_point(task, labels.value, method, seed.value, pretrained_path, config,
+                                   results_dir=results_dir, progress=True)
+                live.append(row)
+                epochs = [c["epoch"] for c in row["curve"]]
+                ax.plot(epochs, [c["train_loss"] for c in row["curve"]], marker="o",
+                        color=se.METHOD_STYLE[method]["color"], label=method)
+                print(f"{method}: test error {row['error']:.1%} ({row['seconds']:.0f} s)")
+            ax.set(xlabel="epoch", ylabel="training loss", title="learning curves of this point")
+            ax.legend(fontsize=8)
+            plt.show()
+        _safe(live_out, run)
+        draw()
 
     labels.observe(draw, names="value")
     for b in boxes.values():
         b.observe(draw, names="value")
-    train.on_click(train_point)
+    train.on_click(_one_at_a_time(train, train_point))
     draw()
     return w.VBox([w.HBox([labels, seed, train]), w.HBox(list(boxes.values())), plot_out, live_out])
 
@@ -291,7 +300,6 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
     seed = w.BoundedIntText(value=0, min=0, max=99, description="seed", layout=w.Layout(width="160px"))
     train = w.Button(description="train this point", icon="play", button_style="primary")
     plot_out, live_out = w.Output(), w.Output()
-    state = {"busy": False}
 
     def draw(*_):
         def show():
@@ -309,26 +317,20 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
             plt.show()
         _safe(plot_out, show)
 
-    def train_point(_):
-        if state["busy"]:
-            return  # the first click is still training
-        state["busy"], train.disabled = True, True
-        try:
-            def run():
-                rows = []
-                for arm in ed.ARMS:
-                    print(f"training {arm} on {labels.value} labels, seed {seed.value} …")
-                    rows.append(ed.run_point(arm, labels.value, seed.value, elmo_path, config,
-                                             results_dir=results_dir))
-                    print(f"{arm}: test accuracy {rows[-1]['accuracy']:.1%} ({rows[-1]['seconds']:.1f} s)")
-                ed.plot_curves(rows).set_title("this point: test accuracy per epoch", fontsize=9)
-                plt.show()
-            _safe(live_out, run)
-            draw()
-        finally:
-            state["busy"], train.disabled = False, False
+    def train_point():
+        def run():
+            rows = []
+            for arm in ed.ARMS:
+                print(f"training {arm} on {labels.value} labels, seed {seed.value} …")
+                rows.append(ed.run_point(arm, labels.value, seed.value, elmo_path, config,
+                                         results_dir=results_dir))
+                print(f"{arm}: test accuracy {rows[-1]['accuracy']:.1%} ({rows[-1]['seconds']:.1f} s)")
+            ed.plot_curves(rows).set_title("this point: test accuracy per epoch", fontsize=9)
+            plt.show()
+        _safe(live_out, run)
+        draw()
 
     labels.observe(draw, names="value")
-    train.on_click(train_point)
+    train.on_click(_one_at_a_time(train, train_point))
     draw()
     return w.VBox([w.HBox([labels, seed, train]), plot_out, live_out])

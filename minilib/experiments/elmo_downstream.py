@@ -57,13 +57,13 @@ from torch import nn
 
 from minilib import provenance, runtime
 from minilib.experiments.elmo_probes import SIZES as PROBE_SIZES, _file_sha256, default_checkpoint, static_baseline
+from minilib.experiments.sample_efficiency import ALL, label_count as resolve_labels  # "all" = the whole train split
 from minilib.models.elmo import ScalarMix
 
 RESULTS_DIR = provenance.REPO_ROOT / "results" / "elmo-downstream"
 FEATURE_CACHE = provenance.REPO_ROOT / ".cache" / "elmo-features"
 ARMS = ("static", "elmo", "static+elmo")   # an arm is its feature kinds joined by "+"
 KINDS = ("static", "elmo")
-ALL = "all"        # a label count meaning the whole train split
 
 
 @dataclass(frozen=True)
@@ -253,16 +253,6 @@ def choose_l2(train_x: dict, train_y: torch.Tensor, config: DownstreamConfig, se
 
 
 # ----------------------------------------------------------------------------- points and the grid
-
-def resolve_labels(n_labels, n_train: int) -> int:
-    if n_labels == ALL:
-        return n_train
-    if isinstance(n_labels, str) and n_labels.isdigit():
-        n_labels = int(n_labels)
-    if not isinstance(n_labels, int) or not 0 < n_labels <= n_train:
-        raise ValueError(f"label count {n_labels!r}: use a number from 1 to {n_train}, or {ALL!r}")
-    return n_labels
-
 
 def _point_path(results_dir, arm: str, n_labels, seed: int, prof: str) -> Path:
     return Path(results_dir) / f"{arm.replace('+', '-')}-n{n_labels}-s{seed}-{prof}.json"

@@ -125,16 +125,21 @@ def task_lm_text(task: str) -> list[str]:
     return data.movie_lm_text() if task == "rt" else task_data("trec", "train")[0]
 
 
-def resolve_labels(task: str, n_labels: int | str) -> int:
-    """A label count as a number: "all" is the size of the task's train split."""
-    n_train = len(task_data(task, "train")[1])
+def label_count(n_labels: int | str, n_train: int, what: str = "") -> int:
+    """A label count as a number out of `n_train`: "all" is n_train, "20" is 20; anything else
+    outside 1..n_train raises, naming `what` (e.g. " for rt")."""
     if n_labels == ALL:
         return n_train
     if isinstance(n_labels, str) and n_labels.isdigit():
         n_labels = int(n_labels)
     if not isinstance(n_labels, int) or not 0 < n_labels <= n_train:
-        raise ValueError(f"label count {n_labels!r} for {task}: use a number from 1 to {n_train}, or {ALL!r}")
+        raise ValueError(f"label count {n_labels!r}{what}: use a number from 1 to {n_train}, or {ALL!r}")
     return n_labels
+
+
+def resolve_labels(task: str, n_labels: int | str) -> int:
+    """A label count of `task` as a number: "all" is the size of the task's train split."""
+    return label_count(n_labels, len(task_data(task, "train")[1]), f" for {task}")
 
 
 def stratified_sample(labels: Sequence[int], n: int, seed: int) -> np.ndarray:
