@@ -310,7 +310,7 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
                 print(f"no cached points at {labels.value} labels yet: press 'train this point'")
                 return
             for r in ed.summarize(rows):
-                print(f"{r['arm']:11s} at {r['n_labels']:>5,} labels: accuracy {r['accuracy']:.1%} "
+                print(f"{r['arm']:16s} at {r['n_labels']:>5,} labels: accuracy {r['accuracy']:.1%} "
                       f"± {r['accuracy_std']:.1%} ({r['seeds']} seed{'s' * (r['seeds'] > 1)})")
             ax = ed.plot_curves(rows)
             ax.set_title(f"RT sentiment, {labels.value} labels: test accuracy per epoch", fontsize=9)

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from minilib.data import Vocab
 from minilib.models.elmo import (BOW, EOW, BiLM, CharCNNEncoder, ELMoBatches, ELMoConfig, Highway, ScalarMix,
                                  char_ids, load_elmo, pretrain_elmo, reverse_padded, save_elmo,
-                                 sentences_to_char_ids)
+                                 sentences_to_char_ids, untrained_like)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
@@ -257,3 +257,35 @@ def test_save_load_reproduces_embeddings_in_half_precision(tmp_path):
     assert torch.allclose(a, b, atol=2e-2, rtol=2e-2) and not torch.equal(a, b)   # fp16 weights: close, not equal
     with pytest.raises(FileNotFoundError, match="pretrain elmo"):
         load_elmo(tmp_path / "missing.pt")
+
+
+def test_untrained_like_is_a_fresh_frozen_twin():
+    trained = tiny()
+    with torch.no_grad():
+        for p in trained.parameters():
+            p.add_(1.0)                                   # stands in for pretraining: any other weights
+    state = torch.random.get_rng_state()
+    a, b = untrained_like(trained, seed=0), untrained_like(trained, seed=0)
+    assert torch.equal(torch.random.get_rng_state(), state)          # the global RNG is left alone
+    assert a.cfg == trained.cfg and not a.training
+    assert all(not p.requires_grad for p in a.parameters())
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))          # seeded
+    assert not torch.equal(next(a.parameters()), next(untrained_like(trained, seed=1).parameters()))
+    assert all(not torch.equal(p, q) for p, q in zip(a.parameters(), trained.parameters()) if p.numel() > 1)
+    assert a.embed(SENTS).shape == trained.embed(SENTS).shape
+
+
+def test_probes_score_each_layer_beside_its_untrained_twin(pretrained, tmp_path):
+    from minilib.experiments import elmo_probes as ep
+
+    path, _, _ = pretrained
+    config = ep.ProbesConfig(pos_train_sentences=40, pos_test_sentences=20, pos_epochs=2, wsd_max_lemmas=8,
+                             static_dim=16, static_epochs=1)
+    res = ep.run_probes(path, "smoke", seeds=1, config=config, out=tmp_path / "probes.json", log=lambda *_: None)
+    s = res["summary"]
+    for task in ("pos", "wsd"):
+        for k in range(3):
+            assert 0 <= s[f"{task}_l{k}"]["mean"] <= 1 and 0 <= s[f"{task}_untrained_l{k}"]["mean"] <= 1
+    assert ep.summary_line(res).startswith("elmo-probes: pos_l0=") and "wsd_mfs=" in ep.summary_line(res)
+    assert ep.control_line(res).count("_untrained") == 0 and "pos_l1=" in ep.control_line(res)
+    assert json.loads((tmp_path / "probes.json").read_text())["summary"] == json.loads(json.dumps(s))

@@ -72,7 +72,7 @@ def test_train_head_finds_the_informative_layer(one_thread):
 def test_run_point_caches_and_elmo_beats_static(toy_task):
     ckpt, config, results, calls = toy_task
     rows = ed.run_grid(config, ckpt, results_dir=results, log=lambda *_: None)
-    assert len(rows) == 2 * 3 * 2 and len(list(results.glob("*.json"))) == 12
+    assert len(rows) == 2 * len(ed.ARMS) * 2 and len(list(results.glob("*.json"))) == len(rows)
     summary = {(s["n_labels"], s["arm"]): s for s in ed.summarize(rows)}
     assert summary[(N_TRAIN, "elmo")]["accuracy"] > 0.85 > summary[(N_TRAIN, "static")]["accuracy"]
     assert summary[(N_TRAIN, "static+elmo")]["accuracy"] > 0.85          # the concatenation keeps ELMo's signal
@@ -120,7 +120,7 @@ def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, mo
     ed.run_point("static+elmo", 40, 0, ckpt, config, results_dir=results)
     panel = widgets.downstream_explorer(ckpt, config, results_dir=results)
     shown = capsys.readouterr().out
-    assert "static+elmo at    40 labels" in shown and "⚠" not in shown
+    assert "static+elmo      at    40 labels" in shown and "⚠" not in shown
     slider, _, button = panel.children[0].children
     slider.value = ed.ALL
     assert "no cached points" in capsys.readouterr().out
@@ -135,4 +135,13 @@ def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, mo
     button.click()
     shown = capsys.readouterr().out
     assert trained == [(arm, ed.ALL, 0) for arm in ed.ARMS] and "⚠" not in shown
-    assert "elmo        at   400 labels" in shown and not button.disabled
+    assert "elmo             at   400 labels" in shown and not button.disabled
+
+
+def test_untrained_control_arms_read_their_own_features(toy_task):
+    ckpt, config, results, calls = toy_task
+    assert {"untrained", "static+untrained"} <= set(ed.ARMS) and "untrained" in ed.KINDS
+    row = ed.run_point("static+untrained", 40, 0, ckpt, config, results_dir=results)
+    assert {arm for arm, _ in calls} == {"static", "untrained"} and row["arm"] == "static+untrained"
+    with pytest.raises(ValueError, match="use one of"):
+        ed.arm_features("static+random", ckpt, "train")

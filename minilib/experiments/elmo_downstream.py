@@ -9,6 +9,10 @@ is deliberately small, so the only difference between the arms is the word vecto
                   layers, mean-pooled over the tokens; the biLM stays frozen (§3.3)
     static+elmo   §3.3 as the paper adds ELMo to a task: [x_k; ELMo_k], the static vectors concatenated
                   with the mixed ELMo vectors ("concatenate the ELMo vector with x_k")
+    untrained,    the control: the same as elmo and static+elmo, but from the biLM's untrained twin (same
+    static+untrained   architecture, random weights; models.elmo.untrained_like). Whatever ELMo gains over these
+                  arms is what pretraining taught; whatever it gains over static alone but not over them is
+                  only the extra dimensions
     head          the same for all: dropout, then one linear layer to the 2 classes (logistic regression),
                   Adam with the LR decaying linearly to 0, loss = cross-entropy + λ/2·‖W‖²
 
@@ -62,8 +66,8 @@ from minilib.models.elmo import ScalarMix
 
 RESULTS_DIR = provenance.REPO_ROOT / "results" / "elmo-downstream"
 FEATURE_CACHE = provenance.REPO_ROOT / ".cache" / "elmo-features"
-ARMS = ("static", "elmo", "static+elmo")   # an arm is its feature kinds joined by "+"
-KINDS = ("static", "elmo")
+ARMS = ("static", "elmo", "static+elmo", "untrained", "static+untrained")   # an arm: its feature kinds joined by "+"
+KINDS = ("static", "elmo", "untrained")
 
 
 @dataclass(frozen=True)
@@ -129,9 +133,9 @@ def arm_features(arm: str, elmo_path, split: str, log=print) -> dict[str, torch.
 
 
 def features(arm: str, elmo_path, split: str, cache_dir: Path = FEATURE_CACHE, log=print) -> torch.Tensor:
-    """The pooled features of RT's `split` for one feature kind (`arm` "static" or "elmo"), cached by the checkpoint's sha256 (the static
+    """The pooled features of RT's `split` for one feature kind (`arm`: one of KINDS), cached by the checkpoint's sha256 (the static
     vectors are trained from the checkpoint's provenance, so they are keyed by it too)."""
-    from minilib.models.elmo import load_elmo
+    from minilib.models.elmo import load_elmo, untrained_like
 
     sha = _file_sha256(elmo_path)
     prof = PROBE_SIZES.get(_checkpoint_profile(elmo_path), PROBE_SIZES["laptop"])
@@ -143,6 +147,8 @@ def features(arm: str, elmo_path, split: str, cache_dir: Path = FEATURE_CACHE, l
     sentences, _ = rt_data(split)
     if arm == "elmo":
         feats = elmo_pooled(model, sentences)
+    elif arm == "untrained":
+        feats = elmo_pooled(untrained_like(model, seed=0), sentences)
     elif arm == "static":
         feats = static_pooled(static_baseline(meta, prof.static_dim, prof.static_epochs), sentences)
     else:
@@ -341,15 +347,16 @@ def summarize(rows: Sequence[dict]) -> list[dict]:
 
 
 def plot_curves(rows: Sequence[dict], ax=None):
-    """Test accuracy per epoch for each point in `rows`, static dashed, ELMo and static+ELMo solid."""
+    """Test accuracy per epoch for each point in `rows`: ELMo arms solid, static and the untrained controls dashed."""
     import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 3.4))
-    colors = {"static": "tab:gray", "elmo": "tab:blue", "static+elmo": "tab:orange"}
+    colors = {"static": "tab:gray", "elmo": "tab:blue", "static+elmo": "tab:orange", "untrained": "tab:green",
+              "static+untrained": "tab:olive"}
     for r in rows:
         ax.plot([c["epoch"] for c in r["curve"]], [100 * c["test_accuracy"] for c in r["curve"]],
-                color=colors[r["arm"]], ls="--" if r["arm"] == "static" else "-", alpha=0.8,
+                color=colors[r["arm"]], ls="-" if "elmo" in r["arm"] else "--", alpha=0.8,
                 label=f"{r['arm']} (seed {r['seed']})")
     ax.set(xlabel="epoch", ylabel="test accuracy (%)")
     ax.legend(fontsize=7, ncol=2)
@@ -384,7 +391,8 @@ def cli_run(args, name: str) -> int:
     for n in counts:
         print(f"n={n:<5} " + "   ".join(f"{a} {by[n, a]['accuracy']:.3f} ± {by[n, a]['accuracy_std']:.3f}" for a in ARMS))
     print(f"{len(rows)} points in {time.perf_counter() - t:.0f} s")
-    key = {"static": "static_acc", "elmo": "elmo_acc", "static+elmo": "static_elmo_acc"}
+    key = {"static": "static_acc", "elmo": "elmo_acc", "static+elmo": "static_elmo_acc",
+           "untrained": "untrained_acc", "static+untrained": "static_untrained_acc"}
     print(f"{name}: " + " ".join(f"labels={n} " + " ".join(f"{key[a]}={by[n, a]['accuracy']:.3f}" for a in ARMS)
                                 for n in counts))
     return 0

@@ -9,6 +9,9 @@
 - WSD: 1-nearest sense centroid per layer on WordNet's example sentences (see minilib.eval.probe), with the
   most-frequent-sense baseline. Static vectors are not scored: one vector per word cannot tell senses apart,
   so their 1-NN answer is no better than guessing one sense per word.
+- The control: every layer is probed a second time in the biLM's *untrained* twin (same architecture, random
+  weights, models.elmo.untrained_like). Random char-CNN and LSTM features already tag well, so what
+  pretraining taught a layer is its margin over its twin, not its raw score.
 - Each seed draws other probe-training sentences, another probe init and another WSD split; results are the
   mean and std over seeds.
 
@@ -130,7 +133,7 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
     results/elmo-probes-<profile>.json (or `out`). Returns the saved dict."""
     from minilib import data
     from minilib.data import UNIVERSAL_TAGS
-    from minilib.models.elmo import load_elmo
+    from minilib.models.elmo import load_elmo, untrained_like
 
     profile = profile or runtime.profile()
     config = config or SIZES[profile]
@@ -144,19 +147,23 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
     times = {"static_vectors": time.perf_counter() - t0}
     log(f"biLM {elmo_path} ({model.num_params():,} params), static SGNS: {static}")
 
-    # --- POS: test features once, training features per seed
+    # --- POS: test features once, training features per seed; each layer of the biLM and of its untrained
+    # twin (the control: what the architecture gives before any pretraining), and the static vectors
     t = time.perf_counter()
+    bilms = {"l": model, "untrained_l": untrained_like(model, seed=0)}
     test_words, test_y = pos_data(config.pos_test_sentences, "test", seed=0)
-    test_feats = probe.layer_features(model, test_words, config.batch_size)
+    test_feats = {name: probe.layer_features(m, test_words, config.batch_size) for name, m in bilms.items()}
     test_static = probe.static_features(static, test_words)
     pcfg = probe.ProbeConfig(epochs=config.pos_epochs)
-    pos = {f"l{k}": [] for k in range(model.n_layers)} | {"static": []}
+    pos = {f"{name}{k}": [] for name in bilms for k in range(model.n_layers)} | {"static": []}
     for seed in range(seeds):
         words, y = pos_data(config.pos_train_sentences, "train", seed=seed)
-        feats = probe.layer_features(model, words, config.batch_size)
-        for k in range(model.n_layers):
-            pos[f"l{k}"].append(probe.pos_probe(probe.stack_tokens(feats, k), y, probe.stack_tokens(test_feats, k),
-                                                test_y, len(UNIVERSAL_TAGS), dataclasses.replace(pcfg, seed=seed)))
+        for name, m in bilms.items():
+            feats = probe.layer_features(m, words, config.batch_size)
+            for k in range(model.n_layers):
+                pos[f"{name}{k}"].append(probe.pos_probe(
+                    probe.stack_tokens(feats, k), y, probe.stack_tokens(test_feats[name], k), test_y,
+                    len(UNIVERSAL_TAGS), dataclasses.replace(pcfg, seed=seed)))
         pos["static"].append(probe.pos_probe(probe.stack_tokens(probe.static_features(static, words), 0), y,
                                              probe.stack_tokens(test_static, 0), test_y, len(UNIVERSAL_TAGS),
                                              dataclasses.replace(pcfg, seed=seed)))
@@ -167,14 +174,17 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
     t = time.perf_counter()
     examples = probe.wsd_examples(data.wordnet_examples(), config.wsd_max_lemmas)
     sents = [data.tokenize(e.sentence) for e in examples]
-    feats = probe.layer_features(model, sents, config.batch_size)
     lemmas, senses = [e.lemma.lower() for e in examples], [e.sense for e in examples]
-    wsd = {f"l{k}": [] for k in range(model.n_layers)}
+    wsd = {f"{name}{k}": [] for name in bilms for k in range(model.n_layers)}
+    vecs = {}
+    for name, m in bilms.items():
+        feats = probe.layer_features(m, sents, config.batch_size)
+        for k in range(model.n_layers):
+            vecs[f"{name}{k}"] = torch.stack([f[k, e.index] for f, e in zip(feats, examples)])
     for seed in range(seeds):
         train = probe.wsd_split(lemmas, senses, seed, config.wsd_test_fraction)
-        for k in range(model.n_layers):
-            vecs = torch.stack([f[k, e.index] for f, e in zip(feats, examples)])
-            wsd[f"l{k}"].append(probe.wsd_1nn(vecs, lemmas, senses, train))
+        for key in wsd:
+            wsd[key].append(probe.wsd_1nn(vecs[key], lemmas, senses, train))
         log(f"WSD seed {seed}: " + " ".join(f"{k}={v[-1]['accuracy']:.3f}" for k, v in wsd.items())
             + f" mfs={wsd['l0'][-1]['mfs']:.3f} ({wsd['l0'][-1]['n_test']} test examples)")
     times["wsd"] = time.perf_counter() - t
@@ -213,6 +223,14 @@ def summary_line(result: dict, name: str = "elmo-probes") -> str:
     return f"{name}: " + " ".join(f"{k}={s[k]['mean']:.3f}" for k in keys)
 
 
+def control_line(result: dict) -> str:
+    """The untrained twin's scores beside the trained biLM's, per layer: what pretraining added."""
+    s = result["summary"]
+    return "untrained biLM (control): " + " ".join(
+        f"{task}_l{k}={s[f'{task}_untrained_l{k}']['mean']:.3f}" for task in ("pos", "wsd") for k in (0, 1, 2)
+        if f"{task}_untrained_l{k}" in s)
+
+
 # ----------------------------------------------------------------------------- CLI
 
 def cli_arguments(parser, name: str) -> None:
@@ -232,5 +250,6 @@ def cli_run(args, name: str) -> int:
                          f"`python -m minilib pretrain elmo --profile {profile}`")
     result = run_probes(ckpt, profile, args.seeds, out=args.out)
     print(f"wrote {result['path']} in {result['seconds']['total']:.0f} s")
+    print(control_line(result))
     print(summary_line(result, name))
     return 0

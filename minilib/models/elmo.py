@@ -541,3 +541,18 @@ def load_elmo(path, device: str | torch.device | None = None):
     v = ckpt["vocab"]
     vocab = Vocab(v["itos"], v["counts"], unk=v["unk"])
     return model.to(runtime.device(str(device)) if device else runtime.device()).eval(), vocab, ckpt["meta"]
+
+
+def untrained_like(model: BiLM, seed: int = 0) -> BiLM:
+    """The control for "what did pretraining teach?": a biLM with `model`'s architecture and freshly
+    initialised weights (seed `seed`), frozen and in eval mode. Probing it shows what the architecture
+    alone gives: random char-CNN and LSTM features already separate POS tags well (cf. Hewitt & Liang
+    2019 on probe controls), so a layer has learned something only where it beats its untrained twin."""
+    gen_state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(seed)
+        twin = BiLM(model.cfg)
+    finally:
+        torch.random.set_rng_state(gen_state)
+    device = next(model.parameters()).device
+    return twin.to(device).eval().requires_grad_(False)
