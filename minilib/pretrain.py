@@ -260,7 +260,7 @@ def load_pretrained(path: str | Path):
 
 # ----------------------------------------------------------------------------- elmo
 
-ELMO_WORDS = {"smoke": (60_000, 10_000), "laptop": (None, 150_000), "full": (None, None)}  # (train, valid) words; None = all
+ELMO_WORDS = {"smoke": (60_000, 10_000), "laptop": (3_000_000, 150_000), "full": (None, None)}  # (train, valid) words; None = all
 
 
 def add_elmo_arguments(p: argparse.ArgumentParser) -> None:
