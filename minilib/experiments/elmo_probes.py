@@ -175,12 +175,12 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
     examples = probe.wsd_examples(data.wordnet_examples(), config.wsd_max_lemmas)
     sents = [data.tokenize(e.sentence) for e in examples]
     lemmas, senses = [e.lemma.lower() for e in examples], [e.sense for e in examples]
-    wsd = {f"{name}{k}": [] for name in bilms for k in range(model.n_layers)}
-    vecs = {}
+    vecs = {}                                               # "l1", "untrained_l1", ...: each example's lemma vector
     for name, m in bilms.items():
         feats = probe.layer_features(m, sents, config.batch_size)
         for k in range(model.n_layers):
             vecs[f"{name}{k}"] = torch.stack([f[k, e.index] for f, e in zip(feats, examples)])
+    wsd = {key: [] for key in vecs}
     for seed in range(seeds):
         train = probe.wsd_split(lemmas, senses, seed, config.wsd_test_fraction)
         for key in wsd:
