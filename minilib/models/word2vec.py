@@ -451,7 +451,7 @@ def train_word2vec(token_ids: Sequence, counts=None, config: Word2VecConfig | No
     engine: 'learner' trains through minilib.train.Learner (autograd, sparse gradients, torch SGD);
     'hogwild' runs `Word2Vec.sgd_step` in `threads` worker threads that share the tables without
     locks, as word2vec.c's threads do (Recht et al. 2011, "Hogwild!"), with the same progress
-    display, schedule and History. 'auto' = hogwild: the faster on CPU (see minilib/bench.py).
+    display, schedule and History. 'auto' = hogwild: the faster on CPU (see minilib/bench/word2vec.py).
     """
     from minilib import runtime
 

@@ -1,34 +1,13 @@
-"""`python -m minilib bench NAME`: minilib against a reference implementation, same data, one run.
-
-    python -m minilib bench word2vec --words 2000000 --epochs 5
-
-Each bench is an entry in BENCHES: a function adding its options and a function
-running it. A bench prints what it measured and ends with exactly one summary
-line, `NAME: key=value ...`, for scripts and issues to quote. Reference
-implementations (gensim, ...) are dev dependencies: `pip install -e .[dev]`.
-Timings on a shared machine are noisy; compare numbers from the same run.
-"""
+"""`python -m minilib bench word2vec`: minilib SGNS vs gensim's Word2Vec (sg=1), same text, one run."""
 from __future__ import annotations
 
 import argparse
 import os
 import statistics
 import time
-from dataclasses import dataclass
-from typing import Callable
-
-from minilib.bench_awd import awd_lstm_arguments, bench_awd_lstm
 
 
-@dataclass(frozen=True)
-class Bench:
-    help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-
-
-# -- word2vec: minilib SGNS vs gensim ------------------------------------------------------------
-def _word2vec_arguments(p: argparse.ArgumentParser) -> None:
+def word2vec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--words", type=int, default=2_000_000,
                    help="words of the pretraining corpus (train split) to train on (default 2,000,000)")
     p.add_argument("--epochs", type=int, default=5, help="passes over the corpus (default 5)")
@@ -133,23 +112,3 @@ def bench_word2vec(args: argparse.Namespace) -> int:
           f"speed_ratio={ratio:.2f} wordsim_minilib={rows['minilib']['wordsim']:.3f} "
           f"wordsim_gensim={rows['gensim']['wordsim']:.3f}")
     return 0
-
-
-BENCHES: dict[str, Bench] = {
-    "word2vec": Bench("minilib skip-gram (SGNS) vs gensim Word2Vec: words/s and WordSim-353",
-                      _word2vec_arguments, bench_word2vec),
-    "awd-lstm": Bench("AWD-LSTM training step (all regularisers on) vs a plain nn.LSTM LM of the same size: tok/s",
-                      awd_lstm_arguments, bench_awd_lstm),
-}
-
-
-# -- the `python -m minilib bench` command ----------------------------------------------------------
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="name", metavar="NAME", required=True,
-                                help=", ".join(f"{name}: {b.help}" for name, b in BENCHES.items()))
-    for name, bench in BENCHES.items():
-        bench.add_arguments(sub.add_parser(name, help=bench.help, description=bench.help))
-
-
-def run(args: argparse.Namespace) -> int:
-    return BENCHES[args.name].run(args)
