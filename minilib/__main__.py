@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from minilib.runtime import UsageError
+
 COMMANDS = {
     "data": ("minilib.data.cli", "fetch, verify and describe the real corpora"),
     "bench": ("minilib.bench", "time minilib against a reference implementation"),
@@ -37,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(modules[args.command].run(args) or 0)
+    except UsageError as exc:  # the user's mistake: one line naming the fix (DataSourceError is the data's)
+        print("error: " + " ".join(str(exc).split()), file=sys.stderr)   # one line, however the message was laid out
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -31,7 +31,12 @@ DEVICES = ("cpu", "cuda", "mps")
 T = TypeVar("T")
 
 
-class ProfileError(ValueError):
+class UsageError(ValueError):
+    """A user's mistake (a bad option, file, name or number): `python -m minilib` prints it as one
+    line naming the fix and exits with status 2, never a traceback."""
+
+
+class ProfileError(UsageError):
     """An unknown size profile."""
 
 
@@ -126,3 +131,23 @@ def environment() -> dict[str, str]:
         info["gpu"] = torch.cuda.get_device_name(dev)
         info["gpus"] = str(torch.cuda.device_count())
     return info
+
+
+@contextlib.contextmanager
+def one_thread_per_op(device: torch.device):
+    """On CPU, run each torch op on one core for the duration (restored after).
+
+    word2vec's ops are small (a few MB); on a busy 2-core machine a 2-thread OpenMP op
+    waits for a descheduled thread at every barrier: generating batches measured 35x
+    slower with 2 threads than with 1 while another job ran. Parallelism comes from
+    worker threads instead (see fit_hogwild), as in word2vec.c and gensim.
+    """
+    if torch.device(device).type != "cpu":
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)

@@ -8,8 +8,9 @@ import torch
 import torch.nn.modules.rnn as rnn_module
 
 from minilib.data.batching import LMStream
-from minilib.models.awd_lstm import (ARTAR, AWDLSTM, AWDLSTMConfig, EmbeddingDropout, LockedDropout, SeqLenLR,
-                                     VariableBPTTStream, WeightDropLSTM, ar_tar)
+from minilib.train.callbacks import ARTAR, SeqLenLR
+from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig, EmbeddingDropout, LockedDropout, WeightDropLSTM, ar_tar
+from minilib.data.batching import VariableBPTTStream
 from minilib.train import Learner
 from minilib.train.groups import layer_groups
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from minilib import widgets
-from minilib.eval.similarity import WordVectors
+from minilib.data.vectors import WordVectors
 from minilib.experiments import contextual
 from minilib.models.elmo import BiLM, ELMoConfig
 

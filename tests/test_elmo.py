@@ -9,9 +9,11 @@ import torch
 import torch.nn.functional as F
 
 from minilib.data import Vocab
-from minilib.models.elmo import (BOW, EOW, BiLM, CharCNNEncoder, ELMoBatches, ELMoConfig, Highway, ScalarMix,
-                                 char_ids, load_elmo, pretrain_elmo, reverse_padded, save_elmo,
-                                 sentences_to_char_ids, untrained_like)
+from minilib.data.chars import BOW, EOW, char_ids, sentences_to_char_ids
+from minilib.models.elmo import BiLM, CharCNNEncoder, ELMoConfig, Highway, ScalarMix, reverse_padded, untrained_like
+from minilib.data.batching import ELMoBatches
+from minilib.models.pretrained import CheckpointError, load_pretrained, save_pretrained
+from minilib.recipes.elmo import pretrain_elmo
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
@@ -235,9 +237,9 @@ def test_checkpoint_round_trip_reproduces_perplexity_and_provenance(pretrained):
 
     path, metrics, valid_docs = pretrained
     assert path.stat().st_size < 15e6
-    model, vocab, meta = load_elmo(path, device="cpu")
+    model, vocab, meta = load_pretrained(path, "elmo", device="cpu")
     assert len(vocab) == model.cfg.vocab_size and meta["metrics"] == metrics
-    side = json.loads(path.with_name(path.name + ".json").read_text())
+    side = json.loads(path.with_suffix(".json").read_text())
     for key in ("command", "commit", "device", "time", "data", "metrics", "config"):
         assert key in side, key
     assert side["data"]["valid"]["sha256"] and side["metrics"]["valid_fwd_ppl"] == metrics["valid_fwd_ppl"]
@@ -250,13 +252,15 @@ def test_checkpoint_round_trip_reproduces_perplexity_and_provenance(pretrained):
 def test_save_load_reproduces_embeddings_in_half_precision(tmp_path):
     m = tiny()
     vocab = Vocab.build([["a", "b"]])
-    save_elmo(m, vocab, tmp_path / "m.pt", {"note": "x"})
-    loaded, v2, meta = load_elmo(tmp_path / "m.pt", device="cpu")
-    assert v2.itos == vocab.itos and meta == {"note": "x"} and not loaded.training
+    save_pretrained(tmp_path / "m.pt", m, vocab, {"note": "x"})
+    loaded, v2, meta = load_pretrained(tmp_path / "m.pt", "elmo", device="cpu")
+    assert v2.itos == vocab.itos and meta == {"note": "x", "model": "elmo"} and not loaded.training
     a, b = m.embed(SENTS), loaded.embed(SENTS)
     assert torch.allclose(a, b, atol=2e-2, rtol=2e-2) and not torch.equal(a, b)   # fp16 weights: close, not equal
-    with pytest.raises(FileNotFoundError, match="pretrain elmo"):
-        load_elmo(tmp_path / "missing.pt")
+    with pytest.raises(CheckpointError, match="pretrain elmo"):
+        load_pretrained(tmp_path / "missing.pt", "elmo")
+    with pytest.raises(CheckpointError, match="holds a elmo model, not awd-lstm"):
+        load_pretrained(tmp_path / "m.pt", "awd-lstm")
 
 
 def test_untrained_like_is_a_fresh_frozen_twin():

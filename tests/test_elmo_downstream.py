@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from minilib import widgets
-from minilib.eval.similarity import WordVectors
+from minilib import tasks, widgets
+from minilib.data.vectors import WordVectors
 from minilib.experiments import elmo_downstream as ed
+from minilib.experiments.grid import label_count
 from minilib.models.elmo import ScalarMix
 
 N_TRAIN, N_TEST = 400, 200
@@ -27,10 +28,14 @@ def toy_features(n, layers, seed, signal=2.0):
 @pytest.fixture
 def toy_task(monkeypatch, tmp_path, one_thread):
     data = {"train": toy_features(N_TRAIN, 3, 0), "test": toy_features(N_TEST, 3, 1)}
-    monkeypatch.setattr(ed, "rt_data", lambda split: ([["w"]] * len(data[split][1]), data[split][1].tolist()))
+    toy = tasks.Task("rt", "sentence", ("negative", "positive"),
+                     tasks.Split(["w"] * N_TRAIN, data["train"][1].tolist()),
+                     tasks.Split(["w"] * N_TEST, data["test"][1].tolist()))
+    monkeypatch.setitem(tasks.REGISTRY, "rt", lambda: toy)     # the widget asks for "rt": it gets the toy task
+    tasks._registered.cache_clear()
     calls = []
 
-    def features(arm, elmo_path, split, **_):
+    def features(arm, elmo_path, task, split, **_):
         calls.append((arm, split))
         x = data[split][0]
         return x if arm == "elmo" else x[:, 1:2] * 0.0 + torch.randn(len(x), 1, 6)   # static: no signal
@@ -38,7 +43,8 @@ def toy_task(monkeypatch, tmp_path, one_thread):
     ckpt = tmp_path / "elmo.pt"
     ckpt.write_bytes(b"a stand-in checkpoint: only its sha256 is read")
     config = ed.DownstreamConfig(label_counts=(40, ed.ALL), seeds=(0, 1), epochs=15, lr=3e-2, l2_grid=(1e-3, 1e-1))
-    return ckpt, config, tmp_path / "results", calls
+    yield ckpt, config, tmp_path / "results", calls
+    tasks._registered.cache_clear()
 
 
 def test_mean_pooling_commutes_with_scalar_mix():
@@ -107,10 +113,10 @@ def test_choose_l2_cross_validates_inside_the_labelled_sample(monkeypatch):
     assert ed.choose_l2({"elmo": x}, y, ed.DownstreamConfig(l2_grid=(0.5,)), seed=0) == (0.5, {})
 
 
-def test_resolve_labels_messages():
-    assert ed.resolve_labels(ed.ALL, 50) == 50 and ed.resolve_labels("20", 50) == 20
+def test_label_count_messages():
+    assert label_count(ed.ALL, 50) == 50 and label_count("20", 50) == 20
     with pytest.raises(ValueError, match="from 1 to 50"):
-        ed.resolve_labels(51, 50)
+        label_count(51, 50)
 
 
 def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, monkeypatch, capsys):
@@ -144,4 +150,4 @@ def test_untrained_control_arms_read_their_own_features(toy_task):
     row = ed.run_point("static+untrained", 40, 0, ckpt, config, results_dir=results)
     assert {arm for arm, _ in calls} == {"static", "untrained"} and row["arm"] == "static+untrained"
     with pytest.raises(ValueError, match="use one of"):
-        ed.arm_features("static+random", ckpt, "train")
+        ed.arm_features("static+random", ckpt, "rt", "train")

@@ -7,6 +7,8 @@ import pytest
 import torch
 
 from minilib import pretrain
+from minilib.models.pretrained import CheckpointError, load_pretrained
+from minilib.recipes.awd_lstm import corpus_ids
 from minilib.__main__ import main
 from minilib.eval.perplexity import evaluate_lm
 
@@ -44,9 +46,9 @@ def test_checkpoint_is_half_precision_with_vocab_config_and_provenance(pretraine
 
 def test_reload_remeasures_the_same_validation_perplexity(pretrained):
     out, _ = pretrained
-    model, vocab, meta = pretrain.load_pretrained(out)
+    model, vocab, meta = load_pretrained(out, "awd-lstm")
     assert model.decoder.weight is model.encoder.embedding.weight and not model.training
-    valid_ids = pretrain.corpus_ids("valid", vocab, meta["eval"]["max_words"])
+    valid_ids = corpus_ids("valid", vocab, meta["eval"]["max_words"])
     import hashlib
     assert hashlib.sha256(valid_ids.tobytes()).hexdigest() == meta["valid_ids_sha256"]
     ce = evaluate_lm(model, valid_ids, meta["eval"]["batch_size"], meta["eval"]["bptt"])
@@ -65,8 +67,8 @@ def test_rerun_resumes_the_finished_training(pretrained, capsys):
 
 def test_registry_and_errors(tmp_path):
     assert "awd-lstm" in pretrain.PRETRAINERS
-    with pytest.raises(FileNotFoundError, match="pretrain awd-lstm"):
-        pretrain.load_pretrained(tmp_path / "missing.pt")
+    with pytest.raises(CheckpointError, match="pretrain awd-lstm"):
+        load_pretrained(tmp_path / "missing.pt", "awd-lstm")
     with pytest.raises(SystemExit):
         main(["pretrain", "no-such-model"])
 
@@ -78,8 +80,8 @@ SHIPPED = sorted((pretrain.provenance.REPO_ROOT / "checkpoints").glob("awd-lstm-
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_shipped_checkpoint_remeasures_its_perplexity(path):
     """DESIGN.md §6: every shipped checkpoint is reloaded and its validation metric re-measured."""
-    model, vocab, meta = pretrain.load_pretrained(path)
+    model, vocab, meta = load_pretrained(path, "awd-lstm")
     assert path.stat().st_size <= 15e6
-    valid_ids = pretrain.corpus_ids("valid", vocab, meta["eval"]["max_words"])
+    valid_ids = corpus_ids("valid", vocab, meta["eval"]["max_words"])
     ce = evaluate_lm(model, valid_ids, meta["eval"]["batch_size"], meta["eval"]["bptt"])
     assert np.exp(ce) == pytest.approx(meta["valid_perplexity"], rel=1e-4)

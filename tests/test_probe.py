@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from minilib.eval import probe
-from minilib.eval.similarity import WordVectors
+from minilib.data.vectors import WordVectors
 from minilib.models.elmo import BiLM, ELMoConfig
 
 

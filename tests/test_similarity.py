@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from minilib.eval.similarity import WordVectors, analogy, neighbours, similarity_spearman, wordsim
+from minilib.data.vectors import WordVectors
+from minilib.eval.similarity import analogy, neighbours, similarity_spearman, wordsim
 
 
 def basis(*coords, dim=6):

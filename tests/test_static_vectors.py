@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from minilib import data
-from minilib.eval.similarity import WordVectors
+from minilib.data.vectors import WordVectors
 from minilib.experiments import static_vectors as sv
 
 

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from minilib import data
+from minilib import data, tasks
 from minilib.data.tokenize import normalize
 from minilib.experiments import sample_efficiency as se
 from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
-from minilib.models.ulmfit import (ClassificationBatches, ULMFiTClassifier, concat_pool, encode_texts,
-                                   error_rate, extend_vocab, fine_tune_classifier, fine_tune_lm, grow_vocab,
-                                   pad_collate)
+from minilib.data.batching import ClassificationBatches, encode_texts, pad_collate
+from minilib.models.ulmfit import ULMFiTClassifier, concat_pool
+from minilib.eval.classification import error_rate
+from minilib.recipes.ulmfit import extend_vocab, fine_tune_classifier, fine_tune_lm, grow_vocab
 from minilib.train.callbacks import Callback
 from minilib.train.schedules import slanted_triangular
 
@@ -234,32 +235,32 @@ def test_fine_tune_lm_discriminative_stlr_and_held_out_loss():
 def test_labelled_sample_is_stratified_seeded_nested_and_never_a_test_item(task):
     texts, labels = se.task_data(task, "train")
     labels = np.asarray(labels)
-    idx = se.stratified_sample(labels, 100, seed=3)
+    idx = tasks.stratified_sample(labels, 100, seed=3)
     assert len(idx) == len(set(idx.tolist())) == 100
     share = np.bincount(labels, minlength=se.n_classes(task)) / len(labels)
     got = np.bincount(labels[idx], minlength=se.n_classes(task))
     assert np.all(np.abs(got - share * 100) <= 1.0 + 1e-9)  # proportional to within rounding
     assert np.all(got >= 1)
-    np.testing.assert_array_equal(idx, se.stratified_sample(labels, 100, seed=3))  # seeded
-    assert set(idx.tolist()) != set(se.stratified_sample(labels, 100, seed=4).tolist())
-    assert set(se.stratified_sample(labels, 50, seed=3).tolist()) <= set(idx.tolist())  # nested
+    np.testing.assert_array_equal(idx, tasks.stratified_sample(labels, 100, seed=3))  # seeded
+    assert set(idx.tolist()) != set(tasks.stratified_sample(labels, 100, seed=4).tolist())
+    assert set(tasks.stratified_sample(labels, 50, seed=3).tolist()) <= set(idx.tolist())  # nested
     test_keys = {normalize(t) for t in se.task_data(task, "test")[0]}
-    big = se.stratified_sample(labels, min(2000, len(labels)), seed=0)
+    big = tasks.stratified_sample(labels, min(2000, len(labels)), seed=0)
     assert not any(normalize(texts[i]) in test_keys for i in big)
 
 
 def test_stratified_sample_rounding_and_errors():
     labels = [0] * 90 + [1] * 9 + [2] * 1
-    idx = se.stratified_sample(labels, 10, seed=0)
+    idx = tasks.stratified_sample(labels, 10, seed=0)
     assert np.bincount(np.asarray(labels)[idx], minlength=3).tolist() == [8, 1, 1]  # every class present
     with pytest.raises(ValueError, match="labelled examples"):
-        se.stratified_sample(labels, 101, seed=0)
+        tasks.stratified_sample(labels, 101, seed=0)
 
 
 @pytest.fixture(scope="module")
 def tiny_pretrained(tmp_path_factory):
     """A randomly initialised 'pretrained' AWD-LSTM over the RT words, saved like `pretrain` does."""
-    from minilib.pretrain import save_pretrained
+    from minilib.models.pretrained import save_pretrained
 
     texts, _ = se.task_data("rt", "train")
     vocab = data.Vocab.build((data.tokenize(t) for t in texts), max_size=1500, specials=("<unk>", "<eos>"))
@@ -317,7 +318,7 @@ def test_catch_up_reads_the_multiple_off_the_curve():
 
 def test_recipes_switch_the_tricks_they_name(monkeypatch, tiny_pretrained, tmp_path):
     """Each ablation turns off exactly its own trick in stage (c), and only ulmfit* load the pretrained weights."""
-    import minilib.models.ulmfit as ulmfit_module  # run_point imports fine_tune_classifier from here when called
+    import minilib.recipes.ulmfit as ulmfit_module  # run_point imports fine_tune_classifier from here when called
 
     seen = {}
     original = ulmfit_module.fine_tune_classifier
@@ -343,10 +344,11 @@ def test_experiment_cli_prints_the_summary_line(tiny_pretrained, tmp_path, capsy
                  "--seeds", "1", "--checkpoint", str(tiny_pretrained), "--results-dir", str(tmp_path)]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("sample-efficiency: rt labels=20 ") and "scratch_err=" in last and "ulmfit_err=" in last
-    with pytest.raises(ValueError, match="label count"):
-        main(["experiment", "sample-efficiency", "--labels", "0", "--checkpoint", str(tiny_pretrained)])
-    with pytest.raises(SystemExit, match="pretrain awd-lstm"):
-        main(["experiment", "sample-efficiency", "--checkpoint", str(tmp_path / "missing.pt")])
+    assert main(["experiment", "sample-efficiency", "--labels", "0", "--checkpoint", str(tiny_pretrained)]) == 2
+    assert "label count 0 for rt" in capsys.readouterr().err
+    assert main(["experiment", "sample-efficiency", "--labels", "20", "--methods", "scratch",
+                 "--checkpoint", str(tmp_path / "missing.pt")]) == 2
+    assert "does not exist: make it with `python -m minilib pretrain`" in capsys.readouterr().err
 
 
 def test_sample_efficiency_widget_trains_once_and_never_raises(tiny_pretrained, tmp_path, capsys, monkeypatch):

@@ -52,7 +52,7 @@ def test_corpus_explorer_shows_errors_as_a_line(capsys):
 
 
 def _toy_vectors():
-    from minilib.eval.similarity import WordVectors
+    from minilib.data.vectors import WordVectors
 
     # king - man + woman = queen, exactly, in a 3-D space; "kings" is a close spelling of "king"
     words = ["man", "woman", "king", "queen", "apple", "kings"]

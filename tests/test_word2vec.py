@@ -7,8 +7,9 @@ import scipy.sparse as sp
 import torch
 
 from minilib.models.ppmi import PPMIConfig, cooccurrence, ppmi, randomized_svd, train_ppmi
-from minilib.models.word2vec import (AliasSampler, PairSGD, Word2Vec, Word2VecBatches, Word2VecConfig, keep_probabilities,
-                                     noise_distribution, prepare_corpus, train_word2vec)
+from minilib.data.skipgram import AliasSampler, Word2VecBatches, keep_probabilities, noise_distribution, prepare_corpus
+from minilib.recipes.word2vec import PairSGD, train_word2vec
+from minilib.models.word2vec import Word2Vec, Word2VecConfig
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py

@@ -45,7 +45,8 @@ def bench_word2vec(args: argparse.Namespace) -> int:
     from minilib import data, provenance, runtime
     from minilib.eval.similarity import analogy, similarity_spearman
     from minilib.experiments.static_vectors import StaticVectorsConfig, corpus_sentences, train_gensim
-    from minilib.models.word2vec import Word2VecConfig, train_word2vec
+    from minilib.models.word2vec import Word2VecConfig
+    from minilib.recipes.word2vec import train_word2vec
 
     t0 = time.perf_counter()
     sentences = corpus_sentences(args.words)  # the same lines lesson 01 trains on

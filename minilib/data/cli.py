@@ -1,4 +1,4 @@
-"""`python -m minilib data fetch|info|datasheet`: get the corpora, see what is there, write the datasheet."""
+"""`python -m minilib data fetch|info|task|datasheet`: get the corpora, see what is there, describe a task, write the datasheet."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from minilib import tasks
 from minilib.data.sources import SOURCES, DataSourceError, fetch
 
 
@@ -19,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("info", help="table of sources: size, licence, citation (fetches what is missing)")
     p.add_argument("--no-fetch", action="store_true", help="only describe sources already in the cache")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p = sub.add_parser("task", help="a labelled task's sizes and class balance (registered name or CSV/TSV path)")
+    p.add_argument("task", metavar="NAME|PATH", help="rt, trec, pos, or a CSV/TSV file with a header row")
+    tasks.add_arguments(p)
     p = sub.add_parser("datasheet", help="write the markdown datasheet for the book")
     p.add_argument("--out", default="book/datasheet.md", help="output path (default: %(default)s; '-' for stdout)")
 
@@ -31,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
             return _info(args)
         if args.data_command == "datasheet":
             return _datasheet(args)
+        if args.data_command == "task":
+            print(tasks.from_args(args).describe())
+            return 0
     except DataSourceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -14,6 +14,8 @@ Words are counted as whitespace-separated strings (`len(text.split())`).
 """
 from __future__ import annotations
 
+import hashlib
+
 import bz2
 import csv
 import html
@@ -276,3 +278,11 @@ def _first_words(text: str, n: int) -> str:
             break
         end = m.end()
     return text[:end]
+
+
+def documents_fingerprint(docs) -> dict:
+    """What text a model saw: document count, words, and a sha256 over the documents' keys and text."""
+    h = hashlib.sha256()
+    for d in docs:
+        h.update(f"{getattr(d, 'key', '')}\n{d.text}\n".encode())
+    return {"documents": len(docs), "words": sum(len(d.text.split()) for d in docs), "sha256": h.hexdigest()}

@@ -69,7 +69,7 @@ its provenance and the test accuracy after every epoch (the learning curve the w
 """
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -80,12 +80,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from minilib import provenance, runtime
-from minilib.experiments.elmo_probes import SIZES as PROBE_SIZES, _file_sha256, default_checkpoint, static_baseline
-from minilib.experiments.sample_efficiency import ALL, label_count as resolve_labels  # "all" = the whole train split
+from minilib import provenance, runtime, tasks
+from minilib.experiments import grid
+from minilib.experiments.elmo_probes import SIZES as PROBE_SIZES, default_checkpoint, static_baseline
+from minilib.experiments.grid import ALL
+from minilib.models.pretrained import file_sha256
+from minilib.runtime import UsageError
 from minilib.models.elmo import ScalarMix
 
-RESULTS_DIR = provenance.REPO_ROOT / "results" / "elmo-downstream"
 FEATURE_CACHE = provenance.REPO_ROOT / ".cache" / "elmo-features"
 ARMS = ("static", "elmo", "static+elmo", "untrained", "static+untrained")   # an arm: its feature kinds joined by "+"
 KINDS = ("static", "elmo", "untrained")
@@ -124,12 +126,12 @@ SIZES = {
 
 # ----------------------------------------------------------------------------- features
 
-def rt_data(split: str) -> tuple[list[list[str]], list[int]]:
-    """(token lists, labels 0/1) of RT sentiment's `split`, tokenized as the biLM read its training text."""
+def task_data(task, split: str) -> tuple[list[list[str]], list[int]]:
+    """(token lists, labels) of a sentence task's `split`, tokenized as the biLM read its training text."""
     from minilib import data
 
-    items = data.rt_sentiment(split)
-    return [data.tokenize(r.text) or ["."] for r in items], [r.label for r in items]
+    s = tasks.get(task).__getattribute__(split)
+    return [data.tokenize(t) or ["."] for t in s.texts], list(s.labels)
 
 
 def elmo_pooled(model, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> torch.Tensor:
@@ -152,27 +154,31 @@ def static_pooled(vectors, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
     return torch.from_numpy(out)
 
 
-def arm_features(arm: str, elmo_path, split: str, log=print) -> dict[str, torch.Tensor]:
+def arm_features(arm: str, elmo_path, task, split: str, log=print) -> dict[str, torch.Tensor]:
     """{kind: (N, L, D) pooled features} for each feature kind of `arm` ("static+elmo": both)."""
     kinds = arm.split("+")
     if arm not in ARMS or any(k not in KINDS for k in kinds):
-        raise ValueError(f"arm {arm!r}: use one of {ARMS}")
-    return {k: features(k, elmo_path, split, log=log) for k in kinds}
+        raise UsageError(f"arm {arm!r}: use one of {ARMS}")
+    return {k: features(k, elmo_path, task, split, log=log) for k in kinds}
 
 
-def features(arm: str, elmo_path, split: str, cache_dir: Path = FEATURE_CACHE, log=print) -> torch.Tensor:
-    """The pooled features of RT's `split` for one feature kind (`arm`: one of KINDS), cached by the checkpoint's sha256 (the static
-    vectors are trained from the checkpoint's provenance, so they are keyed by it too)."""
-    from minilib.models.elmo import load_elmo, untrained_like
+def features(arm: str, elmo_path, task, split: str, cache_dir: Path = FEATURE_CACHE, log=print) -> torch.Tensor:
+    """The pooled features of a task's `split` for one feature kind (`arm`: one of KINDS), cached by the task's
+    fingerprint and the checkpoint's sha256 (the static vectors are trained from the checkpoint's provenance,
+    so they are keyed by it too)."""
+    from minilib.models.pretrained import load_pretrained
+    from minilib.models.elmo import untrained_like
 
-    sha = _file_sha256(elmo_path)
+    task = tasks.get(task)
+    sha = file_sha256(elmo_path)
     prof = PROBE_SIZES.get(_checkpoint_profile(elmo_path), PROBE_SIZES["laptop"])
-    path = Path(cache_dir) / f"rt-{split}-{arm}-{sha[:16]}-d{prof.static_dim}e{prof.static_epochs}.pt"
+    path = (Path(cache_dir) / f"{task.name}-{task.fingerprint[:12]}-{split}-{arm}-{sha[:16]}"
+                               f"-d{prof.static_dim}e{prof.static_epochs}.pt")
     if path.exists():
         return torch.load(path, weights_only=True)
     t = time.perf_counter()
-    model, _, meta = load_elmo(elmo_path, device="cpu")
-    sentences, _ = rt_data(split)
+    model, _, meta = load_pretrained(elmo_path, "elmo", device="cpu")
+    sentences, _ = task_data(task, split)
     if arm == "elmo":
         feats = elmo_pooled(model, sentences)
     elif arm == "untrained":
@@ -180,15 +186,15 @@ def features(arm: str, elmo_path, split: str, cache_dir: Path = FEATURE_CACHE, l
     elif arm == "static":
         feats = static_pooled(static_baseline(meta, prof.static_dim, prof.static_epochs), sentences)
     else:
-        raise ValueError(f"arm {arm!r}: use one of {ARMS}")
+        raise UsageError(f"arm {arm!r}: use one of {ARMS}")
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(feats, path)
-    log(f"{arm} features of RT {split}: {tuple(feats.shape)} in {time.perf_counter() - t:.0f} s -> {path}")
+    log(f"{arm} features of {task.name} {split}: {tuple(feats.shape)} in {time.perf_counter() - t:.0f} s -> {path}")
     return feats
 
 
 def _checkpoint_profile(elmo_path) -> str:
-    meta_path = Path(str(elmo_path) + ".json")
+    meta_path = Path(elmo_path).with_suffix(".json")
     if meta_path.exists():
         return json.loads(meta_path.read_text()).get("profile", "laptop")
     return "laptop"
@@ -288,8 +294,7 @@ def choose_l2(train_x: dict, train_y: torch.Tensor, config: DownstreamConfig, se
 
 # ----------------------------------------------------------------------------- points and the grid
 
-def _point_path(results_dir, arm: str, n_labels, seed: int, prof: str) -> Path:
-    return Path(results_dir) / f"{arm.replace('+', '-')}-n{n_labels}-s{seed}-{prof}.json"
+METHOD_PREFIX = "pooled-"   # the grid's method names: pooled-static, pooled-elmo, pooled-static+elmo, ...
 
 
 def _training_settings(config: DownstreamConfig) -> dict:
@@ -297,68 +302,63 @@ def _training_settings(config: DownstreamConfig) -> dict:
     return {k: v for k, v in asdict(config).items() if k not in ("label_counts", "seeds", "threads")}
 
 
-def cached_point(arm: str, n_labels, seed: int, elmo_path, config: DownstreamConfig | None = None,
-                 results_dir=RESULTS_DIR, profile: str | None = None) -> dict | None:
-    """A point from the cache if it was trained from this checkpoint with these settings, else None."""
-    prof = profile or runtime.profile()
-    config = config or SIZES[prof]
-    path = _point_path(results_dir, arm, n_labels, seed, prof)
-    if not path.exists():
-        return None
-    row = json.loads(path.read_text())
-    same = (row.get("checkpoint_sha256") == _file_sha256(elmo_path)
-            and row.get("config") == json.loads(json.dumps(_training_settings(config))))
-    return row if same else None
-
-
-def run_point(arm: str, n_labels, seed: int, elmo_path, config: DownstreamConfig | None = None, *,
-              results_dir=RESULTS_DIR, force: bool = False, log=print) -> dict[str, Any]:
-    """Train one classifier on `n_labels` stratified RT train sentences, its L2 chosen by CV inside that sample
-    (choose_l2); cached as JSON with provenance, the chosen λ and each λ's CV accuracy."""
-    from minilib.experiments.sample_efficiency import stratified_sample
-
-    if arm not in ARMS:
-        raise ValueError(f"arm {arm!r}: use one of {ARMS}")
-    prof = runtime.profile()
-    config = config or SIZES[prof]
-    if not force and (row := cached_point(arm, n_labels, seed, elmo_path, config, results_dir)):
-        return row
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    t0 = time.perf_counter()
-    _, labels = rt_data("train")
-    _, test_labels = rt_data("test")
-    n = resolve_labels(n_labels, len(labels))
-    train_all, test_x = arm_features(arm, elmo_path, "train", log=log), arm_features(arm, elmo_path, "test", log=log)
+def train_arm(task, idx, seed: int, point: dict, checkpoint, *, arm: str, log=print, **_) -> dict[str, Any]:
+    """One point (the grid's `train`): the head on the pooled features of `task.train[idx]`, its L2 chosen by
+    CV inside that sample (choose_l2), scored on test after every epoch (the curve the widget draws)."""
+    config = DownstreamConfig(**point)
+    _, labels = task_data(task, "train")
+    _, test_labels = task_data(task, "test")
+    train_all = arm_features(arm, checkpoint, task, "train", log=log)
+    test_x = arm_features(arm, checkpoint, task, "test", log=log)
     test_y = torch.tensor(test_labels)
     if config.max_test is not None and config.max_test < len(test_y):
-        keep = torch.from_numpy(stratified_sample(test_labels, config.max_test, seed=0))
+        keep = torch.from_numpy(tasks.stratified_sample(test_labels, config.max_test, seed=0))
         test_x, test_y = {k: v[keep] for k, v in test_x.items()}, test_y[keep]
     # standardisation from every train sentence's features (no labels needed), so it does not depend on n
     stats = {k: (v.mean(0), v.std(0).clamp_min(1e-6)) for k, v in train_all.items()}
-    idx = torch.from_numpy(stratified_sample(labels, n, seed))
+    idx = torch.as_tensor(np.asarray(idx))
     train_x, train_y = {k: v[idx] for k, v in train_all.items()}, torch.tensor(labels)[idx]
     l2, cv = choose_l2(train_x, train_y, config, seed, stats)     # on the labelled sample only
     result = train_head(train_x, train_y, test_x, test_y, config, seed, stats, l2=l2)
-    row = {"arm": arm, "n_labels": n, "seed": seed, **result, "l2": l2,
-           "cv_accuracy": {str(k): v for k, v in cv.items()}, "n_test": len(test_y),
-           "seconds": round(time.perf_counter() - t0, 2),
-           "train_indices_sha256": hashlib.sha256(idx.numpy().astype(np.int64).tobytes()).hexdigest(),
-           "checkpoint": str(elmo_path), "checkpoint_sha256": _file_sha256(elmo_path),
-           "config": _training_settings(config),
-           "provenance": provenance.stamp(seed=seed, threads=torch.get_num_threads())}
-    row = json.loads(json.dumps(row))
-    provenance.write_json(_point_path(results_dir, arm, n_labels, seed, prof), row)
-    return row
+    return {"arm": arm, **result, "l2": l2, "cv_accuracy": {str(k): v for k, v in cv.items()}, "n_test": len(test_y)}
 
 
-def run_grid(config: DownstreamConfig, elmo_path, label_counts=None, seeds=None, log=print, **kwargs) -> list[dict]:
+for _arm in ARMS:
+    grid.register(grid.Method(METHOD_PREFIX + _arm, "elmo-downstream", functools.partial(train_arm, arm=_arm),
+                              lambda prof: _training_settings(SIZES[prof]), checkpoint=default_checkpoint,
+                              kinds=("sentence",), label=_arm))
+
+
+def _method(arm: str) -> str:
+    if arm not in ARMS:
+        raise UsageError(f"arm {arm!r}: use one of {ARMS}")
+    return METHOD_PREFIX + arm
+
+
+def cached_point(arm: str, n_labels, seed: int, elmo_path, config: DownstreamConfig | None = None,
+                 results_dir=None, profile: str | None = None, task="rt") -> dict | None:
+    """A point from the cache if it was trained from this checkpoint with these settings, else None."""
+    prof = profile or runtime.profile()
+    return grid.cached_point(task, n_labels, _method(arm), seed, prof, checkpoint=elmo_path,
+                             settings=_training_settings(config or SIZES[prof]), results_dir=results_dir)
+
+
+def run_point(arm: str, n_labels, seed: int, elmo_path, config: DownstreamConfig | None = None, *,
+              results_dir=None, force: bool = False, log=print, task="rt") -> dict[str, Any]:
+    """Train one classifier on `n_labels` stratified train sentences of `task` (or read it from the cache)."""
+    config = config or SIZES[runtime.profile()]
+    return grid.run_point(task, n_labels, _method(arm), seed, force=force, threads=config.threads,
+                          checkpoint=elmo_path, settings=_training_settings(config), results_dir=results_dir, log=log)
+
+
+def run_grid(config: DownstreamConfig, elmo_path, label_counts=None, seeds=None, log=print, task="rt",
+             **kwargs) -> list[dict]:
     """Every (label count, arm, seed) point, reusing cached points."""
     rows = []
     for n in label_counts or config.label_counts:
         for arm in ARMS:
             for seed in seeds if seeds is not None else config.seeds:
-                rows.append(run_point(arm, n, seed, elmo_path, config, log=log, **kwargs))
+                rows.append(run_point(arm, n, seed, elmo_path, config, log=log, task=task, **kwargs))
                 log(f"n={n!s:<5} {arm:6s} seed {seed}: accuracy {rows[-1]['accuracy']:.3f} "
                     f"({rows[-1]['seconds']:.1f} s)")
     return rows
@@ -366,12 +366,9 @@ def run_grid(config: DownstreamConfig, elmo_path, label_counts=None, seeds=None,
 
 def summarize(rows: Sequence[dict]) -> list[dict]:
     """Mean and std (ddof=1) of the test accuracy per (arm, labels), over seeds."""
-    groups: dict[tuple, list[float]] = {}
-    for r in rows:
-        groups.setdefault((r["n_labels"], r["arm"]), []).append(r["accuracy"])
-    return [{"n_labels": n, "arm": a, "accuracy": float(np.mean(v)),
-             "accuracy_std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, "seeds": len(v)}
-            for (n, a), v in sorted(groups.items())]
+    return [{"n_labels": r["n_labels"], "arm": r["method"].removeprefix(METHOD_PREFIX), "accuracy": 1 - r["error"],
+             "accuracy_std": r["error_std"], "seeds": r["seeds"]}
+            for r in sorted(grid.summarize(rows, ddof=1), key=lambda r: (r["n_labels"], r["method"]))]
 
 
 def plot_curves(rows: Sequence[dict], ax=None):
@@ -397,7 +394,6 @@ def cli_arguments(parser, name: str) -> None:
     parser.add_argument("--labels", default=None, help="comma-separated label counts or 'all' (default: the profile's)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the profile's)")
     parser.add_argument("--force", action="store_true", help="retrain points even if cached")
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where points are cached")
 
 
 def cli_run(args, name: str) -> int:
@@ -405,12 +401,12 @@ def cli_run(args, name: str) -> int:
     config = SIZES[prof]
     ckpt = args.checkpoint or default_checkpoint(prof)
     if not Path(ckpt).exists():
-        raise SystemExit(f"no biLM at {ckpt}: pass --checkpoint PATH, or make one with "
+        raise UsageError(f"no biLM at {ckpt}: pass --checkpoint PATH, or make one with "
                          f"`python -m minilib pretrain elmo --profile {prof}`")
-    labels = [x if x == ALL else int(x) for x in args.labels.split(",")] if args.labels else list(config.label_counts)
+    labels = grid.parse_labels(args.labels) if args.labels else list(config.label_counts)
     seeds = list(range(args.seeds)) if args.seeds else list(config.seeds)
     t = time.perf_counter()
-    rows = run_grid(config, ckpt, labels, seeds, force=args.force, results_dir=args.results_dir)
+    rows = run_grid(config, ckpt, labels, seeds, force=args.force)
     summary = summarize(rows)
     by = {(s["n_labels"], s["arm"]): s for s in summary}
     counts = list(dict.fromkeys(s["n_labels"] for s in summary))

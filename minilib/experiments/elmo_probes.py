@@ -82,9 +82,10 @@ def static_baseline(meta: dict, dim: int = 100, epochs: int = 3, seed: int = 0, 
     `meta` is the checkpoint's provenance: its data["train"] says how many words of pretraining_corpus
     ("train") the biLM read and their sha256, which is checked here, so both models saw the same text."""
     from minilib import data
-    from minilib.eval.similarity import WordVectors
-    from minilib.models.elmo import _fingerprint
-    from minilib.models.word2vec import Word2VecConfig, train_word2vec
+    from minilib.data.vectors import WordVectors
+    from minilib.data.corpora import documents_fingerprint
+    from minilib.models.word2vec import Word2VecConfig
+    from minilib.recipes.word2vec import train_word2vec
 
     seen = (meta.get("data") or {}).get("train")
     if not seen:
@@ -96,7 +97,7 @@ def static_baseline(meta: dict, dim: int = 100, epochs: int = 3, seed: int = 0, 
     if path.exists():
         return WordVectors.load(path)
     docs = data.pretraining_corpus("train", max_words=seen["words"])
-    if _fingerprint(docs)["sha256"] != seen["sha256"]:
+    if documents_fingerprint(docs)["sha256"] != seen["sha256"]:
         raise ValueError(f"the first {seen['words']:,} words of the pretraining corpus are not the text this biLM "
                          "was trained on (sha256 differs): the corpus changed; retrain the biLM")
     sentences = [toks for d in docs for line in d.text.split("\n") if (toks := data.tokenize(line))]
@@ -133,7 +134,8 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
     results/elmo-probes-<profile>.json (or `out`). Returns the saved dict."""
     from minilib import data
     from minilib.data import UNIVERSAL_TAGS
-    from minilib.models.elmo import load_elmo, untrained_like
+    from minilib.models.pretrained import load_pretrained
+    from minilib.models.elmo import untrained_like
 
     profile = profile or runtime.profile()
     config = config or SIZES[profile]
@@ -142,7 +144,7 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
     if config.threads:
         torch.set_num_threads(config.threads)
     t0 = time.perf_counter()
-    model, _, meta = load_elmo(elmo_path, device="cpu")
+    model, _, meta = load_pretrained(elmo_path, "elmo", device="cpu")
     static = static_baseline(meta, config.static_dim, config.static_epochs)
     times = {"static_vectors": time.perf_counter() - t0}
     log(f"biLM {elmo_path} ({model.num_params():,} params), static SGNS: {static}")

@@ -22,7 +22,7 @@ its provenance, and reused when the pretrained checkpoint and the config match.
 """
 from __future__ import annotations
 
-import dataclasses
+import functools
 import hashlib
 import json
 import time
@@ -33,12 +33,12 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from minilib import provenance, runtime
-from minilib.data.labelled import TREC_COARSE
+from minilib import provenance, runtime, tasks
+from minilib.experiments import grid
+from minilib.experiments.grid import ALL, label_count
+from minilib.runtime import UsageError
 
-RESULTS_DIR = provenance.REPO_ROOT / "results" / "sample-efficiency"
-TASKS = ("rt", "trec")
-ALL = "all"  # a label count meaning "every labelled training example of the task"
+TASKS = ("rt", "trec")  # the chapter's tasks; any sentence task (a user's CSV too) runs through the grid
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ ABLATIONS = ("ulmfit", "ulmfit-no-discr", "ulmfit-no-stlr", "ulmfit-no-unfreezin
 
 @dataclass(frozen=True)
 class SampleEfficiencyConfig:
-    task: str = "rt"                                   # rt (binary sentiment) | trec (6 question types)
+    task: str = "rt"                                   # a registered task name or a CSV path
     label_counts: tuple[int | str, ...] = (50, 100, 200, 500, 1000, 2000, ALL)  # labelled examples per point
     methods: tuple[str, ...] = METHODS
     seeds: tuple[int, ...] = (0, 1, 2)                 # each seed: another sample and another init
@@ -83,11 +83,9 @@ class SampleEfficiencyConfig:
     threads: int | None = 1                            # torch threads: 1 is fastest for LSTMs on a busy 2-core CPU
 
     def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"task {self.task!r}: use one of {TASKS}")
         bad = [m for m in self.methods if m not in RECIPES]
         if bad:
-            raise ValueError(f"unknown methods {bad}: use {', '.join(RECIPES)}")
+            raise UsageError(f"unknown methods {bad}: use {', '.join(RECIPES)}")
 
 
 SIZES = {
@@ -101,93 +99,48 @@ ABLATION_LABELS = {"smoke": 40, "laptop": 500, "full": 1000}  # the label count 
 
 # ----------------------------------------------------------------------------- data
 
-def task_data(task: str, split: str) -> tuple[list[str], list[int]]:
-    """(texts, integer labels) of a task's split: rt = positive(1)/negative(0); trec = coarse type index."""
-    from minilib import data
+GRID_FIELDS = ("task", "label_counts", "methods", "seeds")  # the grid's shape, not a point's settings
 
-    if task == "rt":
-        items = data.rt_sentiment(split)
-        return [r.text for r in items], [r.label for r in items]
-    if task == "trec":
-        items = data.trec6(split)
-        return [q.text for q in items], [TREC_COARSE.index(q.coarse) for q in items]
-    raise ValueError(f"task {task!r}: use one of {TASKS}")
+
+def settings(config: SampleEfficiencyConfig) -> dict[str, Any]:
+    """What defines one point's training (the cache key): the config without the grid's shape."""
+    return {k: v for k, v in asdict(config).items() if k not in GRID_FIELDS}
+
+
+def task_data(task: str, split: str) -> tuple[list, list]:
+    """(texts, integer labels) of a task's split."""
+    s = getattr(tasks.get(task), split)
+    return list(s.texts), list(s.labels)
 
 
 def n_classes(task: str) -> int:
-    return 2 if task == "rt" else len(TREC_COARSE)
-
-
-def task_lm_text(task: str) -> list[str]:
-    """Unlabeled in-domain text for stage (b); neither ever holds a test item."""
-    from minilib import data
-
-    return data.movie_lm_text() if task == "rt" else task_data("trec", "train")[0]
-
-
-def label_count(n_labels: int | str, n_train: int, what: str = "") -> int:
-    """A label count as a number out of `n_train`: "all" is n_train, "20" is 20; anything else
-    outside 1..n_train raises, naming `what` (e.g. " for rt")."""
-    if n_labels == ALL:
-        return n_train
-    if isinstance(n_labels, str) and n_labels.isdigit():
-        n_labels = int(n_labels)
-    if not isinstance(n_labels, int) or not 0 < n_labels <= n_train:
-        raise ValueError(f"label count {n_labels!r}{what}: use a number from 1 to {n_train}, or {ALL!r}")
-    return n_labels
+    return tasks.get(task).n_classes
 
 
 def resolve_labels(task: str, n_labels: int | str) -> int:
     """A label count of `task` as a number: "all" is the size of the task's train split."""
-    return label_count(n_labels, len(task_data(task, "train")[1]), f" for {task}")
-
-
-def stratified_sample(labels: Sequence[int], n: int, seed: int) -> np.ndarray:
-    """Indices of `n` items drawn without replacement, each class in proportion to its share
-    (largest remainders, at least one per class when n allows), seeded. A smaller n with the
-    same seed takes a prefix of each class's draw, so the samples are nested as n grows."""
-    labels = np.asarray(labels)
-    if not 0 < n <= len(labels):
-        raise ValueError(f"asked for {n} labelled examples out of {len(labels)}")
-    classes, counts = np.unique(labels, return_counts=True)
-    quota = counts / counts.sum() * n
-    take = np.floor(quota).astype(int)
-    if n >= len(classes):
-        take = np.maximum(take, 1)
-    for i in np.argsort(-(quota - np.floor(quota)), kind="stable"):  # largest remainders first
-        if take.sum() >= n:
-            break
-        take[i] += 1
-    while take.sum() > n:  # the minimum-one rule overshot: trim the biggest class
-        take[np.argmax(take)] -= 1
-    take = np.minimum(take, counts)
-    rng = np.random.default_rng(seed)
-    picked = [rng.permutation(np.flatnonzero(labels == c))[:k] for c, k in zip(classes, take)]
-    return np.sort(np.concatenate(picked))
+    return label_count(n_labels, len(tasks.get(task).train), f" for {task}")
 
 
 # ----------------------------------------------------------------------------- one point
 
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def fine_tuned_lm(task: str, pretrained_path: str | Path, config: SampleEfficiencyConfig, seed: int = 0,
+def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyConfig, seed: int = 0,
                   cache_dir: str | Path | None = None):
     """Stage (b): the pretrained LM, vocabulary grown with the task's words (new rows = mean),
-    fine-tuned on the task's unlabeled text. Cached (the grid reuses it for every label count
-    and method): returns (lm, vocab)."""
+    fine-tuned on the task's unlabeled text (a task without any: its training texts, labels unused).
+    Cached (the grid reuses it for every label count and method): returns (lm, vocab)."""
     from minilib.data import tokenize
-    from minilib.models.ulmfit import extend_vocab, fine_tune_lm, grow_vocab
-    from minilib.pretrain import load_pretrained
-
     from minilib.models.awd_lstm import AWDLSTM
+    from minilib.models.pretrained import file_sha256, load_pretrained
+    from minilib.recipes.ulmfit import extend_vocab, fine_tune_lm, grow_vocab
 
-    lm, vocab, _ = load_pretrained(pretrained_path)
-    key = hashlib.sha256(json.dumps([task, _file_sha256(Path(pretrained_path)), config.lm_epochs, config.lm_lr,
+    task = tasks.get(task)
+    lm, vocab, _ = load_pretrained(pretrained_path, "awd-lstm")
+    name = task.name if task.name in tasks.REGISTRY else task.fingerprint[:16]  # a CSV: its content, not its name
+    key = hashlib.sha256(json.dumps([name, file_sha256(pretrained_path), config.lm_epochs, config.lm_lr,
                                      config.lm_max_texts, config.drop_mult, seed]).encode()).hexdigest()[:16]
-    cache = Path(cache_dir or provenance.REPO_ROOT / ".cache" / "ulmfit-lm") / f"{task}-{key}.pt"
-    texts = task_lm_text(task)
+    cache = Path(cache_dir or provenance.REPO_ROOT / ".cache" / "ulmfit-lm") / f"{task.name}-{key}.pt"
+    texts = task.lm_text() if task.lm_text else list(task.train.texts)
     if config.lm_max_texts is not None:
         texts = texts[:config.lm_max_texts]
     new_vocab = grow_vocab(vocab, (tokenize(t) for t in texts), min_count=3)
@@ -205,78 +158,44 @@ def fine_tuned_lm(task: str, pretrained_path: str | Path, config: SampleEfficien
     return lm, new_vocab
 
 
-def _point_path(results_dir: Path, task: str, n_labels: int | str, method: str, seed: int, prof: str) -> Path:
-    return Path(results_dir) / f"{task}-{method}-n{n_labels}-s{seed}-{prof}.json"
+def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: str, progress=False,
+                     callbacks: Sequence = (), lm_cache_dir: str | Path | None = None) -> dict[str, Any]:
+    """One ULMFiT-family point (the grid's `train`): the classifier on `task.train[idx]`, scored once on test.
 
-
-def cached_point(task: str, n_labels: int | str, method: str, seed: int, pretrained_path: str | Path,
-                 config: SampleEfficiencyConfig | None = None, *, results_dir: str | Path | None = None,
-                 profile: str | None = None) -> dict[str, Any] | None:
-    """The cached row of this point if one exists for this checkpoint and config, else None (no training).
-    `profile`: whose cache to read (default: the current profile's)."""
-    prof = profile or runtime.profile()
-    config = dataclasses.replace(config or SIZES[prof], task=task)
-    path = _point_path(Path(results_dir or RESULTS_DIR), task, n_labels, method, seed, prof)
-    if not path.exists() or not Path(pretrained_path).exists():
-        return None
-    cached = json.loads(path.read_text())
-    settings = json.loads(json.dumps(asdict(config)))
-    same = cached.get("pretrained_sha256") == _file_sha256(Path(pretrained_path)) and cached.get("config") == settings
-    return cached if same else None
-
-
-def run_point(task: str, n_labels: int | str, method: str, seed: int, pretrained_path: str | Path,
-              config: SampleEfficiencyConfig | None = None, *, results_dir: str | Path | None = None,
-              lm_cache_dir: str | Path | None = None, force: bool = False, progress: bool | str = False,
-              callbacks: Sequence = ()) -> dict[str, Any]:
-    """Train one classifier and return {"error", "accuracy", "curve", ...}; cached as JSON in `results_dir`.
-
-    `method` names a Recipe (RECIPES). The pretrained checkpoint gives the vocabulary (every
-    method tokenizes alike) and, unless the recipe says otherwise, the encoder's weights. The
-    learning curve (`curve`) is the training loss per epoch; the test split is scored once, at
-    the end (scoring RT's 2,131 test sentences after every epoch took 5x longer than training
-    a small point), and nothing is selected on it.
-    """
+    The pretrained checkpoint gives the vocabulary (every method tokenizes alike) and, unless the
+    recipe says otherwise, the encoder's weights. The learning curve (`curve`) is the training loss
+    per epoch; the test split is scored once, at the end, and nothing is selected on it."""
+    from minilib.data.batching import ClassificationBatches, encode_texts
+    from minilib.eval.classification import error_rate
     from minilib.models.awd_lstm import AWDLSTM
-    from minilib.models.ulmfit import ClassificationBatches, ULMFiTClassifier, encode_texts, error_rate, \
-        fine_tune_classifier
-    from minilib.pretrain import load_pretrained
+    from minilib.models.pretrained import load_pretrained
+    from minilib.models.ulmfit import ULMFiTClassifier
+    from minilib.recipes.ulmfit import fine_tune_classifier
 
-    prof = runtime.profile()
-    config = dataclasses.replace(config or SIZES[prof], task=task)
-    if method not in RECIPES:
-        raise ValueError(f"method {method!r}: use one of {', '.join(RECIPES)}")
+    config = SampleEfficiencyConfig(**{**point, "task": task.name if task.name in TASKS else TASKS[0]})
     recipe = RECIPES[method]
-    n = resolve_labels(task, n_labels)
-    if not force:
-        cached = cached_point(task, n_labels, method, seed, pretrained_path, config, results_dir=results_dir)
-        if cached is not None:
-            return cached
-    if config.threads:
-        torch.set_num_threads(config.threads)
     t0 = time.perf_counter()
-
     if recipe.lm_fine_tuning:
-        lm, vocab = fine_tuned_lm(task, pretrained_path, config, seed=0, cache_dir=lm_cache_dir)
+        lm, vocab = fine_tuned_lm(task, checkpoint, config, seed=0, cache_dir=lm_cache_dir)
     else:
-        lm, vocab, _ = load_pretrained(pretrained_path)
+        lm, vocab, _ = load_pretrained(checkpoint, "awd-lstm")
     lm_seconds = time.perf_counter() - t0
     runtime.seed_everything(seed)
     encoder_model = AWDLSTM(lm.cfg.scale_dropouts(config.drop_mult))
     if recipe.pretrained:
         encoder_model.load_state_dict(lm.state_dict())
-    model = ULMFiTClassifier(encoder_model.encoder, n_classes(task))
+    model = ULMFiTClassifier(encoder_model.encoder, task.n_classes)
 
-    texts, labels = task_data(task, "train")
-    idx = stratified_sample(labels, n, seed)
+    texts, labels = task.train.texts, task.train.labels
+    n = len(idx)
     # a stage ("epoch") of gradual unfreezing sees the sample often enough to take min_steps_per_epoch steps
     repeat = max(1, -(-config.min_steps_per_epoch * config.batch_size // n))
     train = ClassificationBatches(encode_texts([texts[i] for i in idx], vocab) * repeat,
                                   [labels[i] for i in idx] * repeat, batch_size=config.batch_size, seed=seed)
-    test_texts, test_labels = task_data(task, "test")
+    test_texts, test_labels = list(task.test.texts), list(task.test.labels)
     if config.max_test is not None and config.max_test < len(test_labels):
         # a fixed stratified subset (the split is in file order, which is sorted by rating for rt)
-        keep = stratified_sample(test_labels, config.max_test, seed=0)
+        keep = tasks.stratified_sample(test_labels, config.max_test, seed=0)
         test_texts, test_labels = [test_texts[i] for i in keep], [test_labels[i] for i in keep]
     test = ClassificationBatches(encode_texts(test_texts, vocab), test_labels, batch_size=64, shuffle=False)
 
@@ -286,28 +205,50 @@ def run_point(task: str, n_labels: int | str, method: str, seed: int, pretrained
                                    callbacks=callbacks, progress=progress)
     curve = [{"epoch": i + 1, "train_loss": e["train_loss"]} for i, e in enumerate(learner.history.epochs)]
     error = error_rate(model, test)
-    row = {"task": task, "n_labels": n, "labels": n_labels, "method": method, "seed": seed, "error": error,
-           "accuracy": 1 - error, "n_test": len(test_labels), "curve": curve, "recipe": asdict(recipe),
-           "seconds": round(time.perf_counter() - t0, 2), "lm_seconds": round(lm_seconds, 2),
-           "train_indices_sha256": hashlib.sha256(np.asarray(idx, dtype=np.int64).tobytes()).hexdigest(),
-           "pretrained": str(pretrained_path), "pretrained_sha256": _file_sha256(Path(pretrained_path)),
-           "config": asdict(config), "provenance": provenance.stamp(seed=seed, threads=torch.get_num_threads())}
-    row = json.loads(json.dumps(row))  # as it will read back from the cache (tuples -> lists)
-    provenance.write_json(_point_path(Path(results_dir or RESULTS_DIR), task, n_labels, method, seed, prof), row)
-    return row
+    return {"accuracy": 1 - error, "n_test": len(test_labels), "curve": curve, "recipe": asdict(recipe),
+            "lm_seconds": round(lm_seconds, 2), "pretrained": str(checkpoint),
+            "pretrained_sha256": grid.file_sha256(checkpoint)}
+
+
+def default_checkpoint(prof: str | None = None) -> Path:
+    return provenance.REPO_ROOT / "checkpoints" / f"awd-lstm-{prof or runtime.profile()}.pt"
+
+
+for _name in RECIPES:
+    grid.register(grid.Method(_name, "sample-efficiency", functools.partial(train_classifier, method=_name),
+                              lambda prof: settings(SIZES[prof]), checkpoint=default_checkpoint,
+                              kinds=("sentence",), label=_name))
+
+
+def cached_point(task: str, n_labels: int | str, method: str, seed: int, pretrained_path: str | Path,
+                 config: SampleEfficiencyConfig | None = None, *, profile: str | None = None,
+                 results_dir: str | Path | None = None) -> dict[str, Any] | None:
+    """The cached row of this point if one exists for this checkpoint and config, else None (no training).
+    `profile`: whose cache to read (default: the current profile's)."""
+    if not Path(pretrained_path).exists():
+        return None
+    prof = profile or runtime.profile()
+    return grid.cached_point(task, n_labels, method, seed, prof, checkpoint=pretrained_path,
+                             settings=settings(config or SIZES[prof]), results_dir=results_dir)
+
+
+def run_point(task: str, n_labels: int | str, method: str, seed: int, pretrained_path: str | Path,
+              config: SampleEfficiencyConfig | None = None, *, force: bool = False, progress: bool | str = False,
+              callbacks: Sequence = (), results_dir: str | Path | None = None,
+              lm_cache_dir: str | Path | None = None) -> dict[str, Any]:
+    """Train one classifier (or read it from the cache) and return its row ({"error", "accuracy", "curve", ...})."""
+    config = config or SIZES[runtime.profile()]
+    return grid.run_point(task, n_labels, method, seed, force=force, progress=progress, callbacks=callbacks,
+                          threads=config.threads, checkpoint=pretrained_path, settings=settings(config),
+                          results_dir=results_dir, lm_cache_dir=lm_cache_dir)
 
 
 def run_grid(config: SampleEfficiencyConfig, pretrained_path: str | Path, label_counts: Sequence | None = None,
              methods: Sequence[str] | None = None, seeds: Sequence[int] | None = None, **kwargs) -> list[dict[str, Any]]:
     """Every (label count, method, seed) point of `config` (or of the given subsets), reusing cached points."""
-    rows = []
-    for n in label_counts or config.label_counts:
-        for method in methods or config.methods:
-            for seed in seeds if seeds is not None else config.seeds:
-                rows.append(run_point(config.task, n, method, seed, pretrained_path, config, **kwargs))
-                print(f"{config.task} n={rows[-1]['n_labels']:<5d} {method:20s} seed {seed}: "
-                      f"error {rows[-1]['error']:.3f} ({rows[-1]['seconds']:.0f} s)", flush=True)
-    return rows
+    return [run_point(config.task, n, m, s, pretrained_path, config, **kwargs)
+            for n in label_counts or config.label_counts for m in methods or config.methods
+            for s in (seeds if seeds is not None else config.seeds)]
 
 
 def cached_rows(task: str, pretrained_path: str | Path, config: SampleEfficiencyConfig | None = None,
@@ -315,25 +256,13 @@ def cached_rows(task: str, pretrained_path: str | Path, config: SampleEfficiency
                 profile: str | None = None, label_counts: Sequence | None = None) -> list[dict[str, Any]]:
     """Every cached point of `task` for this checkpoint and config (what a widget shows at once).
     `profile`: read that profile's grid (e.g. the shipped laptop grid while running at smoke)."""
-    config = dataclasses.replace(config or SIZES[profile or runtime.profile()], task=task)
-    rows = []
-    for n in label_counts or config.label_counts:
-        for method in methods or config.methods:
-            for seed in config.seeds:
-                row = cached_point(task, n, method, seed, pretrained_path, config, results_dir=results_dir,
-                                   profile=profile)
-                if row is not None:
-                    rows.append(row)
-    return rows
+    config = config or SIZES[profile or runtime.profile()]
+    rows = [cached_point(task, n, m, s, pretrained_path, config, profile=profile, results_dir=results_dir)
+            for n in label_counts or config.label_counts for m in methods or config.methods for s in config.seeds]
+    return [r for r in rows if r is not None]
 
 
-def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mean and std of the error per (task, method, n_labels), over seeds."""
-    groups: dict[tuple, list[float]] = {}
-    for r in rows:
-        groups.setdefault((r["task"], r["method"], r["n_labels"]), []).append(r["error"])
-    return [{"task": t, "method": m, "n_labels": n, "error": float(np.mean(e)), "error_std": float(np.std(e)),
-             "seeds": len(e)} for (t, m, n), e in sorted(groups.items())]
+summarize = grid.summarize
 
 
 def catch_up(summary: Sequence[dict[str, Any]], task: str, method: str = "ulmfit", at: int = 100,
@@ -396,44 +325,51 @@ def ablation_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- the command line
 
-def default_checkpoint(prof: str | None = None) -> Path:
-    return provenance.REPO_ROOT / "checkpoints" / f"awd-lstm-{prof or runtime.profile()}.pt"
-
-
 def cli_arguments(p, name: str) -> None:
-    p.add_argument("--task", choices=TASKS, default="rt")
+    p.add_argument("--task", default="rt", help="rt, trec, pos, or a CSV/TSV file with a header row (default: rt)")
+    tasks.add_arguments(p)
     p.add_argument("--labels", default=None,
                    help="comma-separated label counts, 'all' for the whole train split (default: the profile's grid"
                         + (f"; ablations: {ABLATION_LABELS['laptop']} at laptop)" if name == "ulmfit-ablations" else ")"))
     if name == "sample-efficiency":
-        p.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, of {', '.join(RECIPES)}")
+        p.add_argument("--methods", default=",".join(METHODS),
+                       help=f"comma-separated: {', '.join(RECIPES)}, or a baseline (majority, bow-lr, glove-lr, sgns-lr)")
     p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the profile's)")
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="pretrained AWD-LSTM (default: checkpoints/awd-lstm-<profile>.pt)")
     p.add_argument("--force", action="store_true", help="retrain points even if cached")
-    p.add_argument("--results-dir", type=Path, default=None, help="where points are cached (default: results/sample-efficiency)")
+    p.add_argument("--results-dir", type=Path, default=None,
+                   help="where points are cached (default: results/<family>, e.g. results/sample-efficiency)")
 
 
 def cli_run(args, name: str) -> int:
     prof = runtime.profile()
-    config = dataclasses.replace(SIZES[prof], task=args.task)
+    task = tasks.from_args(args)
+    config = SIZES[prof]
     checkpoint_path = args.checkpoint or default_checkpoint(prof)
-    if not Path(checkpoint_path).exists():
-        raise SystemExit(f"no pretrained AWD-LSTM at {checkpoint_path}: make one with "
-                         f"`python -m minilib pretrain awd-lstm --profile {prof}` or pass --checkpoint")
-    if args.labels:
-        labels = [x if x == ALL else int(x) for x in args.labels.split(",")]
-    else:
-        labels = config.label_counts if name == "sample-efficiency" else [ABLATION_LABELS[prof]]
-    for n in labels:
-        resolve_labels(args.task, n)  # a bad count fails before any training
+    labels = grid.parse_labels(args.labels) if args.labels else (
+        list(config.label_counts) if name == "sample-efficiency" else [ABLATION_LABELS[prof]])
     methods = args.methods.split(",") if name == "sample-efficiency" else list(ABLATIONS)
-    bad = [m for m in methods if m not in RECIPES]
-    if bad:
-        raise SystemExit(f"unknown methods {bad}: use {', '.join(RECIPES)}")
     seeds = list(range(args.seeds)) if args.seeds else list(config.seeds)
-    rows = run_grid(config, checkpoint_path, label_counts=labels, methods=methods, seeds=seeds, force=args.force,
-                    results_dir=args.results_dir)
+    if args.seeds is not None and args.seeds < 1:
+        raise UsageError(f"--seeds {args.seeds}: use 1 or more")
+    for m in methods:
+        grid.method(m)  # unknown names fail before anything trains
+    rows = []
+    for n in labels:
+        label_count(n, len(task.train), f" for {task.name}")
+    for n in labels:
+        for m in methods:
+            for seed in seeds:
+                if m in RECIPES:
+                    row = grid.run_point(task, n, m, seed, force=args.force, threads=config.threads,
+                                         checkpoint=checkpoint_path, settings=settings(config),
+                                         results_dir=args.results_dir)
+                else:
+                    row = grid.run_point(task, n, m, seed, force=args.force, results_dir=args.results_dir)
+                rows.append(row)
+                print(f"{task.name} n={row['n_labels']:<6d} {m:20s} seed {seed}: error {row['error']:.3f} "
+                      f"({row['seconds']:.0f} s)", flush=True)
     summary = summarize(rows)
     if name == "ulmfit-ablations":
         for r in ablation_table(rows):
@@ -441,10 +377,8 @@ def cli_run(args, name: str) -> int:
                   f"(Δ {r['delta']:+.3f})")
         keys = " ".join(f"{r['method'].replace('ulmfit-', '').replace('ulmfit', 'full').replace('-', '_')}_err={r['error']:.3f}"
                         for r in ablation_table(rows))
-        print(f"ulmfit-ablations: {args.task} labels={labels[0]} {keys}")
+        print(f"ulmfit-ablations: {task.name} labels={labels[0]} {keys}")
         return 0
-    first = resolve_labels(args.task, labels[0])
-    keys = " ".join(f"{r['method'].replace('-', '_')}_err={r['error']:.3f} {r['method'].replace('-', '_')}_std={r['error_std']:.3f}"
-                    for r in summary if r["n_labels"] == first)
-    print(f"sample-efficiency: {args.task} labels={labels[0]} {keys} seeds={len(seeds)}")
+    first = label_count(labels[0], len(task.train))
+    print(f"sample-efficiency: {task.name} labels={labels[0]} {grid.summary_keys(summary, first)} seeds={len(seeds)}")
     return 0

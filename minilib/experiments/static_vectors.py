@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from minilib import data, provenance, runtime
-from minilib.eval.similarity import WordVectors, analogy, similarity_spearman
+from minilib.data.vectors import WordVectors
+from minilib.eval.similarity import analogy, similarity_spearman
 from minilib.models.ppmi import PPMIConfig, train_ppmi
-from minilib.models.word2vec import Word2VecConfig, train_word2vec
+from minilib.models.word2vec import Word2VecConfig
+from minilib.recipes.word2vec import train_word2vec
 
 RESULTS_DIR = provenance.REPO_ROOT / "results"
 

@@ -24,15 +24,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call
 
 from minilib import runtime
-from minilib.data.batching import LMStream
 from minilib.models.bigram import lm_loss
-from minilib.train.callbacks import Callback
 
 _DROPOUTS = ("dropoute", "dropouti", "dropouth", "dropout", "wdrop")
 
@@ -220,64 +217,3 @@ class AWDLSTM(nn.Module):
         return [enc.embedding, *enc.layers[:-1], [enc.layers[-1], self.decoder.bias]]
 
 
-class ARTAR(Callback):
-    """Adds §4.6's AR and TAR (the model's extras "ar" and "tar") to the training loss."""
-
-    def after_loss(self, learner) -> None:
-        extras = learner.extras or {}
-        if "ar" not in extras or "tar" not in extras:
-            raise KeyError("ARTAR needs the model to return (loss, {'ar': ..., 'tar': ...}) in training: "
-                           "use AWDLSTM with Learner(..., loss_fn=None) so batches are passed as model(x, y)")
-        learner.loss = learner.loss + extras["ar"] + extras["tar"]
-
-
-class VariableBPTTStream(LMStream):
-    """§4.1 variable-length BPTT over an LMStream's rows (batch_size, n_cols).
-
-    Each batch's length is drawn as in the paper: bptt with probability p_full, else bptt/2,
-    plus N(0, std) noise; at least 5 and at most bptt + max_extra tokens (the authors' code).
-    So every token is, across epochs, at a different distance from a batch start.
-    len() is LMStream's (ceil(n_cols / bptt)) and an epoch yields at most that many batches
-    (the mean length is ~0.98 bptt, so the last ~2% of each row may be left out that epoch).
-    The lengths come from a generator seeded by (seed, epoch): runs and resumes repeat.
-    """
-
-    def __init__(self, ids, batch_size: int, bptt: int = 70, p_full: float = 0.95, std: float = 5.0,
-                 max_extra: int = 40, seed: int = 0):
-        super().__init__(ids, batch_size, bptt)
-        self.p_full, self.std, self.max_extra, self.seed, self.epoch = p_full, std, max_extra, seed, 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def seq_lens(self):
-        """The batch lengths of this epoch, in order."""
-        rng = np.random.default_rng((self.seed, self.epoch))
-        n_cols, start = self.x.shape[1], 0
-        for _ in range(len(self)):
-            if start >= n_cols:
-                return
-            mean = self.bptt if rng.random() < self.p_full else self.bptt / 2
-            seq_len = min(max(5, int(rng.normal(mean, self.std))), self.bptt + self.max_extra)
-            yield min(seq_len, n_cols - start)
-            start += seq_len
-
-    def __iter__(self):
-        start = 0
-        for seq_len in self.seq_lens():
-            yield self.x[:, start:start + seq_len], self.y[:, start:start + seq_len]
-            start += seq_len
-
-
-class SeqLenLR(Callback):
-    """§4.1: with variable-length BPTT, scale the step's LR by seq_len / bptt, so that a short
-    sequence (whose mean loss weighs each token more) does not get a larger update per token.
-    It rescales the LR the Learner set for this step; the history records the unscaled LR."""
-
-    def __init__(self, bptt: int = 70):
-        self.bptt = bptt
-
-    def before_step(self, learner) -> None:
-        scale = learner.batch[0].shape[1] / self.bptt
-        for group in learner.opt.param_groups:
-            group["lr"] *= scale

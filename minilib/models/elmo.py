@@ -5,7 +5,7 @@ per task, are the word vectors. It builds on the character-aware LM of
 Józefowicz et al. (2016), "Exploring the Limits of Language Modeling"
 (CNN-BIG-LSTM), scaled down. Each piece is named after where it comes from:
 
-    char_ids, sentences_to_char_ids  §3.4 / Józefowicz §3.3  a word as UTF-8 bytes + begin/end-of-word marks
+    char_ids (minilib/data/chars.py) §3.4 / Józefowicz §3.3  a word as UTF-8 bytes + begin/end-of-word marks
     CharCNNEncoder                   §3.4  char embeddings → 1-D convs (several widths) → max-pool
                                            → 2 Highway → linear
     Highway                          Srivastava et al. (2015): y = t·g(W_h x) + (1 − t)·x
@@ -13,11 +13,13 @@ Józefowicz et al. (2016), "Exploring the Limits of Language Modeling"
                                            shared token encoder and shared softmax, joint loss
     BiLM.embed                       §3.2  the L+1 = 3 layers of representations per token
     ScalarMix                        §3.2 eq. 1  ELMo_k = γ · Σ_j s_j h_{k,j}, s = softmax(w)
-    ELMoBatches                      §3.4  fixed-length windows of real text with char ids and word ids
-    pretrain_elmo, load_elmo         half-precision checkpoint with vocab, config and provenance
+    untrained_like                   the control: the same architecture with fresh weights
+
+Training is minilib/recipes/elmo.py (pretrain_elmo; its batches are data.batching.ELMoBatches);
+checkpoints load with minilib.models.pretrained.load_pretrained.
 
     cfg = ELMoConfig.for_profile()                       # sizes from MINILIB_PROFILE
-    model, vocab, meta = load_elmo("checkpoints/elmo.pt")
+    model, vocab, meta = load_pretrained("checkpoints/elmo-laptop.pt", "elmo")
     layers = model.embed([["the", "bank", "of", "the", "river"]])   # (3, 1, 5, 2·proj)
     mix = ScalarMix(3)
     vectors = mix(layers)                                  # (1, 5, 2·proj): one task's ELMo vectors
@@ -32,14 +34,10 @@ capped vocabulary (<unk> for the rest), which is exact and affordable at
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import time
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -47,47 +45,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from minilib import runtime
+from minilib.data.chars import CHAR_PAD, N_CHARS, sentences_to_char_ids
 
 # nn.LSTM(proj_size=...) runs torch's own LSTMP kernel on CPU, not oneDNN's; it says so once per
 # process. That is expected here, not a problem for the reader to chase.
 warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
-
-# ----------------------------------------------------------------------------- characters
-
-# Char ids: 0 = padding (after the end-of-word mark, and every char of a padding token),
-# byte b -> b + 1 (1..256), then the begin- and end-of-word marks. Józefowicz et al. §3.3 and
-# bilm-tf also read UTF-8 bytes with begin/end-of-word characters (they add sentence marks too).
-CHAR_PAD = 0
-BOW = 257            # begin of word
-EOW = 258            # end of word
-N_CHARS = 259        # rows of the char embedding
-
-
-@lru_cache(maxsize=200_000)
-def _char_ids_cached(word: str, max_chars: int) -> tuple[int, ...]:
-    raw = word.encode("utf-8")[: max_chars - 2]       # long words are cut, as in bilm-tf
-    ids = [BOW, *(b + 1 for b in raw), EOW]
-    return tuple(ids + [CHAR_PAD] * (max_chars - len(ids)))
-
-
-def char_ids(word: str, max_chars: int = 50) -> list[int]:
-    """The `max_chars` char ids of `word`: [BOW, byte+1, ..., EOW, 0, 0, ...]."""
-    return list(_char_ids_cached(word, max_chars))
-
-
-def sentences_to_char_ids(sentences: Sequence[Sequence[str]], max_chars: int = 50
-                          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(chars (B, T, max_chars) long, lengths (B,) long) for a batch of token lists, T = longest.
-
-    Padding tokens are all-zero rows; `lengths` says where each sentence ends."""
-    lengths = torch.tensor([len(s) for s in sentences], dtype=torch.long)
-    if len(sentences) == 0 or int(lengths.min()) == 0:
-        raise ValueError("every sentence needs at least one token (got an empty sentence or batch)")
-    chars = torch.zeros(len(sentences), int(lengths.max()), max_chars, dtype=torch.long)
-    for b, sent in enumerate(sentences):
-        chars[b, : len(sent)] = torch.tensor([_char_ids_cached(w, max_chars) for w in sent])
-    return chars, lengths
-
 
 # ----------------------------------------------------------------------------- config
 
@@ -401,146 +363,7 @@ class ScalarMix(nn.Module):
         return self.gamma * (s[:, None, None, None] * layers).sum(0)
 
 
-# ----------------------------------------------------------------------------- data
-
-class ELMoBatches:
-    """Fixed-length windows of real text for the biLM, as (ids (B, T+2), chars (B, T, C)) batches.
-
-    The documents' tokens are joined into one stream (bilm-tf likewise streams sentences) and
-    cut into windows of T+2 tokens with a stride of T, so each token is an input exactly once
-    per epoch and every input position has a forward target (next) and a backward target
-    (previous). Word ids come from the capped `vocab` (<unk> for the rest), chars from the
-    words themselves. Windows are shuffled each epoch (set_epoch), with a fixed seed; the
-    last incomplete batch is dropped, so every batch has the same size."""
-
-    def __init__(self, docs: Iterable, vocab, batch_size: int, window: int = 20, max_chars: int = 50,
-                 shuffle: bool = True, seed: int = 0):
-        from minilib.data.tokenize import tokenize
-
-        types: dict[str, int] = {}
-        stream = [types.setdefault(tok, len(types))
-                  for d in docs for tok in tokenize(getattr(d, "text", d))]
-        n_windows = (len(stream) - 2) // window
-        if n_windows < batch_size:
-            raise ValueError(f"{len(stream)} tokens make {n_windows} windows of {window}, fewer than "
-                             f"batch_size={batch_size}; use more text or a smaller batch/window")
-        words = list(types)
-        self.type_chars = torch.tensor([_char_ids_cached(w, max_chars) for w in words], dtype=torch.int16)
-        self.type_ids = torch.tensor(vocab.encode(words), dtype=torch.long)   # type -> word id
-        self.stream = torch.tensor(stream, dtype=torch.long)                  # token -> type
-        self.batch_size, self.window, self.shuffle, self.seed = batch_size, window, shuffle, seed
-        self.n_windows, self.epoch = n_windows, 0
-
-    @property
-    def n_tokens(self) -> int:
-        """Input tokens per epoch (each predicted once by each direction)."""
-        return len(self) * self.batch_size * self.window
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def __len__(self) -> int:
-        return self.n_windows // self.batch_size
-
-    def __iter__(self):
-        order = (torch.randperm(self.n_windows, generator=torch.Generator().manual_seed(self.seed + self.epoch))
-                 if self.shuffle else torch.arange(self.n_windows))
-        offsets = torch.arange(self.window + 2)
-        for i in range(len(self)):
-            starts = order[i * self.batch_size:(i + 1) * self.batch_size] * self.window
-            types = self.stream[starts[:, None] + offsets]                  # (B, T+2)
-            yield self.type_ids[types], self.type_chars[types[:, 1:-1]].long()
-
-
-# ----------------------------------------------------------------------------- pretraining
-
-def pretrain_elmo(config: ELMoConfig, train_docs, valid_docs, out_path, progress: bool | str = True,
-                  device: str | torch.device | None = None, checkpoint_dir: str | Path | None = None,
-                  resume: bool = True, max_steps: int | None = None, extra_meta: dict | None = None) -> dict:
-    """Train a biLM on `train_docs`, validate on `valid_docs`, write `out_path` (half precision, with
-    vocab and config) and `<out_path>.json` (provenance). Returns the metrics.
-
-    The vocabulary is the `config.vocab_size` most frequent training words (the config's
-    vocab_size becomes the real size when the text has fewer). One-cycle AdamW for
-    config.epochs over shuffled windows; the metrics hold the validation perplexity of each
-    direction (full softmax) before and after. Speeds: see ELMoConfig.for_profile.
-    With `checkpoint_dir` the training state is saved each epoch and on interrupt, and a
-    second call with the same arguments resumes where the first stopped.
-
-        >>> cfg = ELMoConfig.for_profile("laptop")
-        >>> pretrain_elmo(cfg, pretraining_corpus("train", max_words=3_000_000),
-        ...               pretraining_corpus("valid", max_words=150_000), "checkpoints/elmo.pt")
-    """
-    from minilib import provenance
-    from minilib.data.tokenize import tokenize
-    from minilib.data.vocab import Vocab
-    from minilib.train import Learner
-
-    train_docs, valid_docs = list(train_docs), list(valid_docs)
-    t0 = time.time()
-    vocab = Vocab.build((tokenize(d.text) for d in train_docs), max_size=config.vocab_size)
-    config = dataclasses.replace(config, vocab_size=len(vocab))
-    runtime.seed_everything(config.seed)
-    model = BiLM(config)
-    model.init_output_bias(vocab.counts)
-    train = ELMoBatches(train_docs, vocab, config.batch_size, config.window, config.max_chars, seed=config.seed)
-    valid = ELMoBatches(valid_docs, vocab, config.batch_size, config.window, config.max_chars, shuffle=False)
-    callbacks = []
-    if max_steps:
-        from minilib.pretrain import StopAfter
-        callbacks.append(StopAfter(max_steps))
-    learner = Learner(model, train, valid, device=device, progress=progress, callbacks=callbacks,
-                      checkpoint_dir=checkpoint_dir, checkpoint_every=500 if checkpoint_dir else None)
-    before = learner.evaluate()                      # the untrained biLM (≈ a unigram model, see init_output_bias)
-    learner.fit(config.epochs, lr=config.lr, schedule="onecycle", resume=resume)
-    result = learner.evaluate()
-    metrics = {"valid_fwd_ppl": math.exp(result["fwd_nll"]), "valid_bwd_ppl": math.exp(result["bwd_nll"]),
-               "valid_loss": result["loss"], "valid_loss_before": before["loss"],
-               "train_tokens": train.n_tokens * config.epochs,
-               "valid_tokens": valid.n_tokens, "steps": learner.step, "seconds": round(time.time() - t0, 1),
-               "vocab_size": len(vocab), "params": model.num_params()}
-    meta = provenance.stamp(seed=config.seed, model="elmo", metrics=metrics, **(extra_meta or {}),
-                            data={"train": _fingerprint(train_docs), "valid": _fingerprint(valid_docs)},
-                            config=dataclasses.asdict(config))
-    save_elmo(model, vocab, out_path, meta)
-    provenance.write_json(Path(str(out_path) + ".json"), meta)
-    return metrics
-
-
-def _fingerprint(docs) -> dict:
-    """What text a model saw: document count, words, and a sha256 over the documents' keys and text."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for d in docs:
-        h.update(f"{getattr(d, 'key', '')}\n{d.text}\n".encode())
-    return {"documents": len(docs), "words": sum(len(d.text.split()) for d in docs), "sha256": h.hexdigest()}
-
-
-def save_elmo(model: BiLM, vocab, path, meta: dict | None = None) -> None:
-    """Atomically write the biLM in half precision with its config, vocab and `meta`."""
-    from minilib.train import checkpoint
-
-    state = {k: (v.half() if v.is_floating_point() else v).cpu() for k, v in model.state_dict().items()}
-    checkpoint.save(path, {"format": "minilib.elmo/1", "config": dataclasses.asdict(model.cfg), "state": state,
-                           "vocab": {"itos": vocab.itos, "counts": vocab.counts.tolist(), "unk": vocab.unk},
-                           "meta": meta or {}})
-
-
-def load_elmo(path, device: str | torch.device | None = None):
-    """(model in eval mode, float32, vocab, meta) from a checkpoint written by `pretrain_elmo`/`save_elmo`."""
-    from minilib.data.vocab import Vocab
-
-    if not Path(path).exists():
-        raise FileNotFoundError(f"no ELMo checkpoint at {path}; make one with `python -m minilib pretrain elmo`")
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    if ckpt.get("format") != "minilib.elmo/1":
-        raise ValueError(f"{path} is not an ELMo checkpoint written by minilib.models.elmo.save_elmo")
-    model = BiLM(ELMoConfig(**ckpt["config"]))
-    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in ckpt["state"].items()})
-    v = ckpt["vocab"]
-    vocab = Vocab(v["itos"], v["counts"], unk=v["unk"])
-    return model.to(runtime.device(str(device)) if device else runtime.device()).eval(), vocab, ckpt["meta"]
+# ----------------------------------------------------------------------------- the control
 
 
 def untrained_like(model: BiLM, seed: int = 0) -> BiLM:

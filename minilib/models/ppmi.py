@@ -29,8 +29,9 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from minilib.eval.similarity import WordVectors
-from minilib.models.word2vec import Corpus, one_thread_per_op, prepare_corpus
+from minilib.data.vectors import WordVectors
+from minilib.data.skipgram import Corpus, prepare_corpus
+from minilib.runtime import one_thread_per_op
 
 
 @dataclass

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from typing import Any
 
 from minilib.train.history import _lower_is_better
@@ -117,3 +118,57 @@ class SaveBest(_Monitor):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.weights = copy.deepcopy(state["weights"])
+
+
+class ARTAR(Callback):
+    """Adds §4.6's AR and TAR (the model's extras "ar" and "tar") to the training loss."""
+
+    def after_loss(self, learner) -> None:
+        extras = learner.extras or {}
+        if "ar" not in extras or "tar" not in extras:
+            raise KeyError("ARTAR needs the model to return (loss, {'ar': ..., 'tar': ...}) in training: "
+                           "use AWDLSTM with Learner(..., loss_fn=None) so batches are passed as model(x, y)")
+        learner.loss = learner.loss + extras["ar"] + extras["tar"]
+
+
+class SeqLenLR(Callback):
+    """§4.1: with variable-length BPTT, scale the step's LR by seq_len / bptt, so that a short
+    sequence (whose mean loss weighs each token more) does not get a larger update per token.
+    It rescales the LR the Learner set for this step; the history records the unscaled LR."""
+
+    def __init__(self, bptt: int = 70):
+        self.bptt = bptt
+
+    def before_step(self, learner) -> None:
+        scale = learner.batch[0].shape[1] / self.bptt
+        for group in learner.opt.param_groups:
+            group["lr"] *= scale
+
+
+class StopAfter(Callback):
+    """Ends fit after `steps` optimizer steps (timing runs, tests)."""
+
+    def __init__(self, steps: int):
+        self.steps = steps
+
+    def after_step(self, learner) -> None:
+        if learner.step >= self.steps:
+            learner.should_stop = True
+
+
+class TokenClock(Callback):
+    """Counts the tokens trained on in this fit and the seconds spent, for tokens/s."""
+
+    def __init__(self):
+        self.tokens, self.seconds, self._t = 0, 0.0, None
+
+    def before_batch(self, learner) -> None:
+        self._t = time.perf_counter()
+
+    def after_step(self, learner) -> None:
+        self.tokens += learner.batch[0].numel()
+        self.seconds += time.perf_counter() - self._t
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds else float("nan")

@@ -1,0 +1,33 @@
+"""Classification metrics: accuracy and error rate of a model over a batch iterator."""
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+from torch import nn
+
+
+def accuracy(logits: torch.Tensor, target: torch.Tensor) -> float:
+    return float((logits.argmax(-1) == target).float().mean())
+
+
+@torch.no_grad()
+def predict(model: nn.Module, batches: Iterable) -> tuple[torch.Tensor, torch.Tensor]:
+    """(predicted classes, true labels) over (ids, lengths, labels) batches, in eval mode."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    preds, labels = [], []
+    try:
+        for ids, lengths, y in batches:
+            preds.append(model(ids.to(device), lengths.to(device)).argmax(-1).cpu())
+            labels.append(y)
+    finally:
+        model.train(was_training)
+    return torch.cat(preds), torch.cat(labels)
+
+
+def error_rate(model: nn.Module, batches: Iterable) -> float:
+    """Fraction of documents classified wrongly."""
+    preds, labels = predict(model, batches)
+    return float((preds != labels).float().mean())

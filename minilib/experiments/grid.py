@@ -1,0 +1,201 @@
+"""One grid runner for every method family: task x method x label count x seed, each point cached.
+
+A method is a name, the task kinds it handles, the settings that define it (per profile), the
+pretrained checkpoint it starts from (if any) and a `train` function:
+
+    train(task, indices, seed, settings, checkpoint, progress, callbacks) -> {"accuracy": ..., ...}
+
+which trains on `task.train` at `indices` and scores `task.test` once (nothing is selected on
+test). A point is cached as stamped JSON in results/<family>/<task>-<method>-n<labels>-s<seed>-<profile>.json
+and reused only when the task's fingerprint, the settings and the checkpoint's sha256 all match.
+
+    from minilib.experiments import grid
+    rows = grid.run_grid("trec", ["majority", "bow-lr"], [100, 1000, "all"], seeds=[0, 1, 2])
+    grid.summarize(rows)         # mean and std error per (task, method, label count)
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from minilib import provenance, runtime, tasks
+from minilib.models.pretrained import file_sha256
+from minilib.runtime import UsageError
+
+ALL = "all"  # a label count meaning "every labelled training example of the task"
+RESULTS = provenance.REPO_ROOT / "results"
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    family: str                                        # results/<family>/ holds its points
+    train: Callable[..., dict[str, Any]]
+    settings: Callable[[str], dict[str, Any]]          # profile -> what defines the method (part of the key)
+    checkpoint: Callable[[str], Path] | None = None    # profile -> the pretrained checkpoint it starts from
+    kinds: tuple[str, ...] = tasks.KINDS               # task kinds it can train on
+    label: str = ""                                    # a legend label
+
+
+METHODS: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    METHODS[method.name] = method
+    return method
+
+
+def method(name: str) -> Method:
+    _load_families()
+    if name not in METHODS:
+        raise UsageError(f"unknown method {name!r}: use one of {', '.join(METHODS)}")
+    return METHODS[name]
+
+
+def _load_families() -> None:
+    """Each family registers its methods when imported."""
+    for family in ("baselines", "sample_efficiency"):
+        importlib.import_module(f"minilib.experiments.{family}")
+
+
+def label_count(n_labels: int | str, n_train: int, what: str = "") -> int:
+    """A label count as a number out of `n_train`: "all" is n_train, "20" is 20; anything else
+    outside 1..n_train raises, naming `what` (e.g. " for rt")."""
+    if n_labels == ALL:
+        return n_train
+    if isinstance(n_labels, str) and n_labels.strip().isdigit():
+        n_labels = int(n_labels)
+    if not isinstance(n_labels, int) or not 0 < n_labels <= n_train:
+        raise UsageError(f"label count {n_labels!r}{what}: use a number from 1 to {n_train:,}, or {ALL!r}")
+    return n_labels
+
+
+def parse_labels(text: str) -> list[int | str]:
+    """'100,1000,all' -> [100, 1000, 'all'] (checked against a task by label_count)."""
+    out = []
+    for x in text.split(","):
+        x = x.strip()
+        if x != ALL and not x.isdigit():
+            raise UsageError(f"label count {x!r}: use whole numbers or 'all', comma-separated (e.g. --labels 100,1000,all)")
+        out.append(x if x == ALL else int(x))
+    return out
+
+
+def point_path(m: Method, task: tasks.Task, n_labels: int | str, seed: int, profile: str,
+               results_dir: str | Path | None = None) -> Path:
+    """results/<family>/<task>-<method>-n<labels>-s<seed>-<profile>.json (`results_dir` replaces results/<family>)."""
+    return Path(results_dir or RESULTS / m.family) / f"{task.name}-{m.name}-n{n_labels}-s{seed}-{profile}.json"
+
+
+def _checkpoint(m: Method, profile: str, checkpoint: str | Path | None) -> Path | None:
+    ckpt = checkpoint or (m.checkpoint(profile) if m.checkpoint else None)
+    if ckpt is not None and not Path(ckpt).is_file():
+        raise UsageError(f"{m.name} starts from {ckpt}, which does not exist: make it with `python -m minilib pretrain`")
+    return Path(ckpt) if ckpt else None
+
+
+def _key(m: Method, task: tasks.Task, profile: str, checkpoint=None, settings=None) -> dict[str, Any]:
+    ckpt = _checkpoint(m, profile, checkpoint)
+    return {"task_sha256": task.fingerprint, "config": json.loads(json.dumps(settings or m.settings(profile))),
+            "checkpoint_sha256": file_sha256(ckpt) if ckpt else None}
+
+
+def cached_point(task, n_labels, method_name: str, seed: int, profile: str | None = None, *,
+                 checkpoint: str | Path | None = None, settings: dict | None = None,
+                 results_dir: str | Path | None = None) -> dict | None:
+    """The cached row of this point if its key still matches, else None (never trains).
+    `profile`: whose grid to read (default: the current profile's); `checkpoint`, `settings`:
+    other than the method's defaults for that profile."""
+    task, m, prof = tasks.get(task), method(method_name), profile or runtime.profile()
+    path = point_path(m, task, n_labels, seed, prof, results_dir)
+    if not path.exists():
+        return None
+    row = json.loads(path.read_text())
+    key = _key(m, task, prof, checkpoint, settings)
+    return row if all(row.get(k) == v for k, v in key.items()) else None
+
+
+def run_point(task, n_labels, method_name: str, seed: int, *, force: bool = False, progress: bool | str = False,
+              callbacks: Sequence = (), threads: int | None = None, checkpoint: str | Path | None = None,
+              settings: dict | None = None, results_dir: str | Path | None = None, log=None,
+              **train_options) -> dict[str, Any]:
+    """Train and score one point (or read it from the cache); returns its row. `train_options` go
+    to the method's train function (e.g. a cache folder)."""
+    task, m, prof = tasks.get(task), method(method_name), runtime.profile()
+    if task.kind not in m.kinds:
+        raise UsageError(f"method {m.name!r} handles {'/'.join(m.kinds)} tasks, and {task.name} is a {task.kind} task")
+    n = label_count(n_labels, len(task.train), f" for {task.name}")
+    if not force:
+        cached = cached_point(task, n_labels, m.name, seed, checkpoint=checkpoint, settings=settings,
+                              results_dir=results_dir)
+        if cached is not None:
+            return cached
+    key = _key(m, task, prof, checkpoint, settings)
+    if threads:
+        torch.set_num_threads(threads)
+    idx = task.sample(n, seed)
+    t0 = time.perf_counter()
+    ckpt = _checkpoint(m, prof, checkpoint)
+    result = m.train(task, idx, seed, settings or m.settings(prof), ckpt, progress=progress, callbacks=callbacks,
+                     **({"log": log} if log else {}), **train_options)
+    row = {"task": task.name, "n_labels": n, "labels": n_labels, "method": m.name, "seed": seed,
+           **result, "error": 1 - result["accuracy"], "seconds": round(time.perf_counter() - t0, 2),
+           "train_indices_sha256": hashlib.sha256(np.asarray(idx, dtype=np.int64).tobytes()).hexdigest(),
+           **key, "checkpoint": str(ckpt) if ckpt else None,
+           "provenance": provenance.stamp(seed=seed, threads=torch.get_num_threads())}
+    row = json.loads(json.dumps(row))  # as it will read back from the cache (tuples -> lists)
+    provenance.write_json(point_path(m, task, n_labels, seed, prof, results_dir), row)
+    return row
+
+
+def run_grid(task, methods: Sequence[str], label_counts: Sequence, seeds: Sequence[int], log=print,
+             **kwargs) -> list[dict[str, Any]]:
+    """Every (label count, method, seed) point, cached ones read back. Bad names and counts fail
+    before anything trains."""
+    task = tasks.get(task)
+    for name in methods:
+        m = method(name)
+        if task.kind not in m.kinds:
+            raise UsageError(f"method {m.name!r} handles {'/'.join(m.kinds)} tasks, and {task.name} is a {task.kind} task")
+    for n in label_counts:
+        label_count(n, len(task.train), f" for {task.name}")
+    rows = []
+    for n in label_counts:
+        for name in methods:
+            for seed in seeds:
+                rows.append(run_point(task, n, name, seed, **kwargs))
+                if log:
+                    log(f"{task.name} n={rows[-1]['n_labels']:<6d} {name:20s} seed {seed}: "
+                        f"error {rows[-1]['error']:.3f} ({rows[-1]['seconds']:.0f} s)")
+    return rows
+
+
+def cached_rows(task, methods: Sequence[str], label_counts: Sequence, seeds: Sequence[int],
+                profile: str | None = None, results_dir: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every cached point of this grid (what a widget or lesson shows at once; nothing trains)."""
+    rows = [cached_point(task, n, m, s, profile, results_dir=results_dir)
+            for n in label_counts for m in methods for s in seeds]
+    return [r for r in rows if r is not None]
+
+
+def summarize(rows: Sequence[dict[str, Any]], ddof: int = 0) -> list[dict[str, Any]]:
+    """Mean and std (`ddof`) of the error per (task, method, n_labels), over seeds."""
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["task"], r["method"], r["n_labels"]), []).append(r["error"])
+    return [{"task": t, "method": m, "n_labels": n, "error": float(np.mean(e)), "error_std": float(np.std(e, ddof=ddof)) if len(e) > ddof else 0.0,
+             "seeds": len(e)} for (t, m, n), e in sorted(groups.items())]
+
+
+def summary_keys(summary: Sequence[dict[str, Any]], n_labels: int) -> str:
+    """`<method>_err=… <method>_std=…` for every method at `n_labels` (the CLI's summary line)."""
+    return " ".join(f"{r['method'].replace('-', '_')}_err={r['error']:.3f} {r['method'].replace('-', '_')}_std={r['error_std']:.3f}"
+                    for r in summary if r["n_labels"] == n_labels)

@@ -1,0 +1,126 @@
+"""One checkpoint format for every pretrained model: `<name>.pt` + `<name>.json`.
+
+The `.pt` is a plain dict that `torch.load(weights_only=True)` reads:
+
+    {"format": "minilib-pretrained-v1", "model": kind, "config": {...}, "state": {name: fp16 tensor},
+     "vocab": {"itos", "counts", "unk"}, "meta": {...}}
+
+Floating-point weights are stored in half precision (shipped checkpoints stay small) and a
+weight tied to another (AWD-LSTM's decoder = its embedding, AWD-LSTM §4.4) is stored once.
+The `.json` beside it is the provenance (command, commit, data fingerprint, device, time,
+the validation number measured on the weights as saved). KINDS says which module and config
+class each kind needs, so `load_pretrained(path)` rebuilds any of them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+
+from minilib import provenance, runtime
+from minilib.runtime import UsageError
+from minilib.data.vocab import Vocab
+from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
+from minilib.models.elmo import BiLM, ELMoConfig
+
+FORMAT = "minilib-pretrained-v1"
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    module: type                                    # the nn.Module class
+    config: type                                    # its config dataclass
+    tied: dict[str, str] = field(default_factory=dict)  # a weight -> the weight it shares (stored once)
+
+
+KINDS: dict[str, ModelKind] = {
+    "awd-lstm": ModelKind(AWDLSTM, AWDLSTMConfig, {"decoder.weight": "encoder.embedding.weight"}),
+    "elmo": ModelKind(BiLM, ELMoConfig),
+}
+
+
+class Pretrained(NamedTuple):
+    model: nn.Module     # in eval mode, float32
+    vocab: Vocab
+    meta: dict[str, Any]
+
+
+class CheckpointError(UsageError):
+    """A file that is missing, not a minilib checkpoint, or of another kind than asked for."""
+
+
+def sidecar(path: str | Path) -> Path:
+    """The provenance JSON beside a checkpoint: checkpoints/elmo-laptop.pt -> checkpoints/elmo-laptop.json."""
+    return Path(path).with_suffix(".json")
+
+
+def file_sha256(path: str | Path) -> str:
+    """The checkpoint's identity in every results cache."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def half_state(model: nn.Module, drop=()) -> dict[str, torch.Tensor]:
+    """The state dict with floating-point tensors in half precision, without the names in `drop`."""
+    return {k: (v.detach().half() if v.is_floating_point() else v.detach()).cpu()
+            for k, v in model.state_dict().items() if k not in drop}
+
+
+def round_to_half(model: nn.Module) -> None:
+    """Round the weights to what a half-precision checkpoint holds (so a measured metric is the saved model's)."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.half().float())
+
+
+def kind_of(model: nn.Module) -> str:
+    for name, kind in KINDS.items():
+        if type(model) is kind.module:
+            return name
+    raise CheckpointError(f"no checkpoint kind for {type(model).__name__}: add it to KINDS in {__name__}")
+
+
+def save_pretrained(path: str | Path, model: nn.Module, vocab: Vocab, meta: dict[str, Any]) -> None:
+    """Atomically write `path` (the model in half precision, its config, vocabulary and meta) and its JSON."""
+    path, kind = Path(path), kind_of(model)
+    meta = json.loads(json.dumps({**meta, "model": kind}, default=str))  # plain JSON types for weights_only=True
+    buffer = io.BytesIO()
+    torch.save({"format": FORMAT, "model": kind, "config": dataclasses.asdict(model.cfg),
+                "state": half_state(model, tuple(KINDS[kind].tied)),
+                "vocab": {"itos": list(vocab.itos), "counts": vocab.counts.tolist(), "unk": vocab.unk},
+                "meta": meta}, buffer)
+    provenance.atomic_write_bytes(path, buffer.getvalue())
+    provenance.write_json(sidecar(path), {**meta, "checkpoint": path.name, "checkpoint_bytes": path.stat().st_size})
+
+
+def load_pretrained(path: str | Path, kind: str | None = None, device: str | torch.device | None = None) -> Pretrained:
+    """(model in eval mode, float32, on `device` (default cpu); its Vocab; meta) from any minilib checkpoint.
+    With `kind` ("awd-lstm", "elmo", ...) a checkpoint of another kind is refused."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}: make one with `python -m minilib pretrain {kind or 'MODEL'}`")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a truncated file, another program's pickle, ...
+        raise CheckpointError(f"{path} is not a minilib checkpoint ({type(exc).__name__}): "
+                              f"write it with `python -m minilib pretrain ...`") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT or ckpt.get("model") not in KINDS:
+        raise CheckpointError(f"{path} is not a minilib checkpoint: write it with `python -m minilib pretrain ...`")
+    if kind is not None and ckpt["model"] != kind:
+        raise CheckpointError(f"{path} holds a {ckpt['model']} model, not {kind}: "
+                              f"pass a {kind} checkpoint (python -m minilib pretrain {kind})")
+    spec = KINDS[ckpt["model"]]
+    model = spec.module(spec.config(**ckpt["config"]))
+    state = {k: v.float() if v.is_floating_point() else v for k, v in ckpt["state"].items()}
+    for weight, source in spec.tied.items():
+        state[weight] = state[source]
+    model.load_state_dict(state)
+    v = ckpt["vocab"]
+    model = model.to(runtime.device(str(device)) if device else "cpu").eval()
+    return Pretrained(model, Vocab(v["itos"], v["counts"], unk=v["unk"]), ckpt["meta"])

