@@ -242,20 +242,19 @@ def test_shipped_tokenizer_remeasures_its_tokens_per_word(kind):
 
 @pytest.mark.data
 def test_rare_words_become_bpe_pieces_not_unk():
-    """Chapter 01's apple/bank sentences: the word vocabulary (as many ids as the BPE has) maps the rarer
-    words to <unk>; byte-level BPE splits them into known pieces and decodes every sentence exactly."""
+    """Chapter 01's apple/bank sentences: a word vocabulary with as many ids as the BPE, built from the same
+    train split, maps the rarer words to <unk>; byte-level BPE encodes them in known pieces, losslessly."""
     from minilib.experiments.contextual import EXAMPLES
 
     bpe = load_tokenizer(tokenizer_path("bpe", "laptop"))
-    train = data.pretraining_corpus("train", max_words=1_000_000)
+    train = data.pretraining_corpus("train")
     words = WordTokenizer(Vocab.build((data.tokenize(d.text) for d in train), max_size=bpe.vocab_size))
     sentences = [s for examples in EXAMPLES.values() for _, s in examples]
     unknown = sorted({w for s in sentences for w in data.tokenize(s) if w not in words.vocab})
-    assert unknown, "every word is in the word vocabulary: no <unk> to show"
+    assert {"cinnamon", "grassy", "orchard", "smartphone"} <= set(unknown)
     for word in unknown:
         assert words.encode(word) == [words.unk_id]
-        pieces = bpe.pieces(" " + word)
-        assert len(pieces) > 1 and bpe.decode(bpe.encode(" " + word)) == " " + word
+        assert bpe.decode(bpe.encode(" " + word)) == " " + word
+    assert bpe.pieces(" smartphone") == ["Ġsmart", "phone"] and bpe.pieces(" grassy") == ["Ġgrass", "y"]
     for s in sentences:
         assert bpe.decode(bpe.encode(s)) == s
-    assert any(i == words.unk_id for s in sentences for i in words.encode(s))
