@@ -258,3 +258,39 @@ def test_rare_words_become_bpe_pieces_not_unk():
     assert bpe.pieces(" smartphone") == ["Ġsmart", "phone"] and bpe.pieces(" grassy") == ["Ġgrass", "y"]
     for s in sentences:
         assert bpe.decode(bpe.encode(s)) == s
+
+
+def test_full_profile_uses_the_laptop_file():
+    if "bpe" not in SHIPPED:
+        pytest.skip("no shipped BPE")
+    assert pretrained_tokenizer("bpe", "full").hf.to_str() == load_tokenizer(tokenizer_path("bpe", "laptop")).hf.to_str()
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def run_cli(*argv: str) -> int:
+    import argparse
+
+    from minilib.data.tokenizer import add_tokenizer_arguments, tokenizer_command
+
+    parser = argparse.ArgumentParser()
+    add_tokenizer_arguments(parser)
+    return tokenizer_command(parser.parse_args(argv))
+
+
+def test_cli_bad_measure_list_is_exit_2(capsys):
+    assert run_cli("bpe", "--measure", "4k,8k") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --measure takes comma-separated integers") and "\n" not in err
+
+
+@pytest.mark.data
+def test_cli_builds_a_smoke_tokenizer_with_provenance(tmp_path, capsys):
+    out = tmp_path / "bpe-smoke.tokenizer.json"
+    assert run_cli("bpe", "--profile", "smoke", "--out", str(out)) == 0
+    meta = json.loads((tmp_path / "bpe-smoke.json").read_text())
+    tok = load_tokenizer(out)
+    assert tok.vocab_size == meta["vocab_size"] == 2000 and meta["data"]["words"] == 200_000
+    assert tok.hf.to_str() == pretrained_tokenizer("bpe", "smoke").hf.to_str()     # the same training, twice
+    assert run_cli("wordpiece", "--profile", "smoke", "--vocab-size", "100", "--out", str(tmp_path / "w.json")) == 2
+    assert "too small" in capsys.readouterr().err
