@@ -1,4 +1,5 @@
-"""`python -m minilib data fetch|info|task|datasheet`: get the corpora, see what is there, describe a task, write the datasheet."""
+"""`python -m minilib data fetch|info|task|tokenizer|datasheet`: get the corpora, see what is there, describe a task,
+train a subword vocabulary, write the datasheet."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from minilib import tasks
 from minilib.data.sources import SOURCES, DataSourceError, fetch
+from minilib.data.tokenizer import add_tokenizer_arguments, tokenizer_command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("task", help="a labelled task's sizes and class balance (registered name or CSV/TSV path)")
     p.add_argument("task", metavar="NAME|PATH", help="rt, trec, pos, or a CSV/TSV file with a header row")
     tasks.add_arguments(p)
+    add_tokenizer_arguments(sub.add_parser("tokenizer", help="train the BPE (GPT) or WordPiece (BERT) vocabulary"))
     p = sub.add_parser("datasheet", help="write the markdown datasheet for the book")
     p.add_argument("--out", default="book/datasheet.md", help="output path (default: %(default)s; '-' for stdout)")
 
@@ -35,13 +38,15 @@ def run(args: argparse.Namespace) -> int:
             return _info(args)
         if args.data_command == "datasheet":
             return _datasheet(args)
+        if args.data_command == "tokenizer":
+            return tokenizer_command(args)
         if args.data_command == "task":
             print(tasks.from_args(args).describe())
             return 0
     except DataSourceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print("usage: python -m minilib data {fetch,info,datasheet} ...  (see --help)", file=sys.stderr)
+    print("usage: python -m minilib data {fetch,info,task,tokenizer,datasheet} ...  (see --help)", file=sys.stderr)
     return 2
 
 
