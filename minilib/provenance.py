@@ -1,7 +1,7 @@
 """Stamps for everything minilib writes: results files and checkpoints.
 
 A number in a lesson must be traceable to the code, data and machine that
-produced it (DESIGN.md §5–6), so every results JSON and checkpoint carries
+produced it (docs/design.md §5–6), so every results JSON and checkpoint carries
 `stamp(...)`: profile, device, commit, seed, versions and time.
 """
 from __future__ import annotations

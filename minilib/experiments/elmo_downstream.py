@@ -1,7 +1,7 @@
 """Chapter 03's downstream test: does adding ELMo to a task help when labels are few? (Peters et al. 2018 §3.3, §4)
 
 The paper adds ELMo to six tasks' existing models and every one improves (Table 1; SST-5 sentiment
-+1.0 accuracy). Here the task is Rotten Tomatoes sentiment (positive/negative sentences) and the model
++3.3 accuracy). Here the task is Rotten Tomatoes sentiment (positive/negative sentences) and the model
 is deliberately small, so the only difference between the arms is the word vectors:
 
     static        the mean of the sentence's SGNS vectors (trained on the biLM's own pretraining text)
@@ -30,37 +30,13 @@ The protocol, identical for every arm and every point (the test split is only ev
   - mean pooling only. [mean; max] pooling was tried for every arm and cost each of them 1-2 points at
     100-1000 labels; a fixed uniform mix of the 3 layers, or of layers 1-2, instead of the learned ScalarMix
     scored within noise of it (ELMo alone still 3-4 points below static), so the paper's learned mix stays.
-Result at laptop size (results/elmo-downstream/, test accuracy, mean of 3 seeds): ELMo alone trails static
-vectors at every label count (100: 0.550 vs 0.590; 1000: 0.589 vs 0.637; all: 0.633 vs 0.661), and the
-untrained twin scores within seed noise of ELMo up to 1000 labels (0.545, 0.568, 0.596 at 100, 300, 1000)
-and 0.8 points below it at 3000 and all (0.610, 0.625): for sentiment, our biLM's pretraining adds little.
-static+ELMo trails static at 100 labels (0.573), ties it at 300-1000 and pulls ahead from 3000 (all: 0.676
-vs 0.661) - but static+untrained does the same (all: 0.682), so that gain is the head's 256 extra features,
-not pretraining. (The probes show the same biLM did learn syntax: POS
-layer 1 0.944 vs 0.768 for its untrained twin.)
-
-Tried on the way and not shipped, each measured with a converged logistic regression on the cached
-features, 3 seeds, best L2 of a grid (an upper bound for every arm alike):
-  - fine-tuning the biLM on the 322k words of in-domain movie text (§3.4, data.movie_lm_text, RT test
-    sentences excluded): perplexity on held-out movie text 239 -> 187 after 4 epochs; ELMo alone +1-2
-    points at 1000 and all labels, nothing at 100; static SGNS retrained with the same movie text gained as
-    much (100 labels 0.590 -> 0.606), so the gap stayed;
-  - twice the pretraining text (all 6.3M words, 7.2M tokens, 40 min; perplexity 176 -> 147; POS layer 1
-    0.953): ELMo 0.556 / 0.601 / 0.634 at 100 / 1000 / all labels, static SGNS on the same 6.3M words
-    0.605 / 0.650 / 0.670 - the static vectors gained more from the extra text than ELMo did;
-  - layer-normalising each token's vector before pooling (§3.2's option), and PCA of each layer to 20 or
-    50 dimensions: no arm moved by more than a point.
-  - a per-token task model, as the paper's task models read ELMo: input dropout 0.5, a 1-layer biLSTM (64 per
-    direction) over the token vectors, max-pooled, epochs chosen by 3-fold CV inside the sample, same arms
-    and samples: ELMo 0.558 / 0.572 / 0.608 vs static 0.567 / 0.596 / 0.652 at 100 / 300 / 1000 labels
-    (static+ELMo 0.566 / 0.598 / 0.632). Only with all labels (one seed) did it show the paper's direction:
-    static+ELMo 0.728 vs static 0.716, ELMo 0.683 vs its untrained twin 0.649.
+What the laptop grid shows, and the variants tried on the way, are in docs/measurements.md.
 
 Mean pooling commutes with the scalar mix (both are linear), so each sentence's 3 layers are pooled
 once, cached in .cache/ keyed by the checkpoint's sha256, and a point trains in seconds. Each
-(label count, seed) draws a stratified sample of the train split (sample_efficiency.stratified_sample,
-nested as n grows) and is cached as results/elmo-downstream/<arm>-n<labels>-s<seed>-<profile>.json with
-its provenance and the test accuracy after every epoch (the learning curve the widget draws).
+(label count, seed) draws a stratified sample of the train split (nested as n grows) and is a point of
+the grid runner (method pooled-<arm>), cached as results/elmo-downstream/<task>-pooled-<arm>-n<labels>-
+s<seed>-<profile>.json with its provenance and the test accuracy after every epoch (the widget's curve).
 
     from minilib.experiments import elmo_downstream as ed
     row = ed.run_point("elmo", 100, seed=0, elmo_path="checkpoints/elmo-laptop.pt")

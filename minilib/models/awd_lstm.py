@@ -68,7 +68,7 @@ class AWDLSTMConfig:
 
 def _keep_mask(shape, p: float, like: torch.Tensor) -> torch.Tensor:
     """Float mask of 1/(1-p) (kept) and 0 (dropped). `rand < keep` is ~2.5x cheaper than
-    F.dropout/bernoulli_ on CPU (DESIGN.md §3), and lt_/div_ in place avoid extra copies."""
+    F.dropout/bernoulli_ on CPU, and lt_/div_ in place avoid extra copies."""
     keep = 1.0 - p
     return torch.rand(shape, dtype=like.dtype, device=like.device).lt_(keep).div_(keep)
 

@@ -52,9 +52,9 @@ class LSTMLMConfig:
 
     @classmethod
     def for_profile(cls, vocab_size: int, profile: str | None = None, **overrides) -> "LSTMLMConfig":
-        """Sizes for the smoke / laptop / full profile (DESIGN.md §3), then any field overridden by keyword.
+        """Sizes for the smoke / laptop / full profile (docs/design.md §3), then any field overridden by keyword.
 
-        laptop: 2 layers × 256 runs at ~6k tokens/s fp32 on a 2-core CPU (DESIGN.md §3), so one pass
+        laptop: 2 layers × 256 runs at ~6k tokens/s fp32 on a 2-core CPU, so one pass
         over ~1.1M tokens takes ~3 min. No dropout there: in a single pass every batch is new text and
         there is nothing to overfit yet (measured on 1M words, vocabulary 10k: held-out perplexity 146.5
         with dropout 0.1, 142.0 without). On this CPU bf16 autocast (MINILIB_CPU_BF16=1) was slower than

@@ -44,12 +44,7 @@ and Distributed Memory", arXiv:1604.04661). Each pair still meets `negative` dra
 U^(3/4), so the expected gradient is unchanged; the step becomes small matrix products
 over fewer rows, ~2.3x faster per CPU core (measured).
 
-Measured with `python -m minilib bench word2vec` (2.29M tokens, 5 epochs, 2 cores shared with
-other jobs, so wall-clock ratios swing with their load): per-pair negatives ran at 0.25-0.66x
-gensim's words/s (median of 3 alternating runs 0.48x; per CPU-second ~0.43x), shared negatives
-at 0.93-0.98x; WordSim-353 from 0.002 below to 0.05 above gensim's in the same runs. gensim
-does each pair in cache-resident C; here a step streams (batch, 1+negative, dim) tensors
-through memory a few times, and that traffic, not arithmetic, sets the speed.
+Its speed against gensim is measured by `python -m minilib bench word2vec` (docs/measurements.md).
 """
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def fingerprint(ids: np.ndarray, vocab) -> dict[str, Any]:
 
 AWD_SIZES = {  # corpus and batch sizes per profile; the model's sizes come from AWDLSTMConfig.for_profile
     "smoke": dict(words=100_000, vocab_size=5_000, epochs=1, batch_size=16, bptt=35, lr=3e-3),
-    # laptop: 15k words keep AWDLSTMConfig's laptop size (200/512) under DESIGN.md's 15 MB in half precision
+    # laptop: 15k words keep AWDLSTMConfig's laptop size (200/512) under the 15 MB of a shipped checkpoint (docs/design.md §5)
     # (20k: 16.7 MB). Measured on the busy 2-core CPU: ~600-860 tokens/s with 1 thread, ~200 with 2.
     "laptop": dict(words=None, vocab_size=15_000, epochs=1, batch_size=32, bptt=70, lr=3e-3),
     "full": dict(words=None, vocab_size=30_000, epochs=10, batch_size=64, bptt=70, lr=3e-3),

@@ -1,4 +1,4 @@
-"""One fit loop for every model in the book (DESIGN.md §6).
+"""One fit loop for every model in the book (docs/design.md §2).
 
     learner.py     Learner: fit, evaluate, freeze_to/unfreeze, save/load, resume
     schedules.py   constant, linear_decay, cosine (warm-up), slanted_triangular, one_cycle

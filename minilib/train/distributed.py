@@ -58,7 +58,7 @@ def setup(backend: str | None = None) -> torch.device:
 
 def teardown() -> None:
     """Leave the process group. The barrier first: destroying it while another rank
-    is still in a collective crashes (seen on these machines, DESIGN.md §6)."""
+    is still in a collective crashes (seen on these machines)."""
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
