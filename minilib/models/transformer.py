@@ -211,7 +211,8 @@ def _lm_loss_and_grads(h: torch.Tensor, weight: torch.Tensor, targets: torch.Ten
         total += (m + s.log() - z_t).squeeze(1)[vc].sum()                  # -log softmax(z)_t = logsumexp(z) - z_t
         if grads:
             p.div_(s).scatter_add_(1, tc, torch.full_like(z_t, -1.0))       # softmax(z) - onehot(t)
-            p[~vc] = 0.0                                                    # ignored targets add no gradient
+            if not vc.all():
+                p.index_fill_(0, (~vc).nonzero().squeeze(1), 0.0)          # ignored targets add no gradient
             torch.mm(p, weight, out=grad_h[rows])                           # (n, C)
             grad_w.addmm_(p.t(), hc)                                        # (V, C)
     if grads:
