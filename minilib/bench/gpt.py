@@ -19,8 +19,10 @@ tok/s, over the peak of a large matmul timed in this run through the same GEMM p
 (fp32 on CPU; bf16 on CUDA, where both models run under bf16 autocast with flash SDPA and
 fused AdamW).
 
-Defaults: 4 layers, width 128, 4 heads, context 128, batch 16, vocabulary 8,192 — the GPT size
-the lessons train on a 2-core CPU (DESIGN.md §3: GPT L4 d128 ctx128). Where minilib's speed
+Defaults: 4 layers, width 128, 4 heads, context 128, vocabulary 8,192 — the GPT size the lessons
+train on a 2-core CPU (DESIGN.md §3: GPT L4 d128 ctx128) — and batch 32 (4,096 tokens a step, a
+usual small-LM batch). The ratio depends on the size: the more of a step the GEMMs take (wider
+models), the less there is left to gain, since both models run the same GEMMs. Where minilib's speed
 comes from on a CPU (same GEMMs, same attention kernel, so the rest decides): the LM head and
 its cross-entropy computed chunk by chunk (`chunked_lm_loss`: HF writes and re-reads the
 (B·T, V) logits ~6 times), the tanh GELU as one fused kernel (HF's gelu_new is ~8 elementwise
@@ -41,7 +43,7 @@ def gpt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--width", type=int, default=128, help="d_model (default 128)")
     p.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
     p.add_argument("--context", type=int, default=128, help="tokens per row (default 128)")
-    p.add_argument("--batch", type=int, default=16, help="rows per batch (default 16)")
+    p.add_argument("--batch", type=int, default=32, help="rows per batch (default 32: 4,096 tokens a step)")
     p.add_argument("--vocab-size", type=int, default=8192, help="most frequent words kept (default 8,192)")
     p.add_argument("--steps", type=int, default=10, help="timed AdamW steps per model (default 10)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per model first (default 2)")
