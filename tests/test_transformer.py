@@ -5,9 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minilib.models.transformer import (IGNORE_INDEX, Block, MultiHeadAttention,
-                                        chunked_lm_loss, TransformerConfig, TransformerLM,
-                                        attention, attention_mask_4d, sinusoidal_positions)
+from minilib.models.transformer import (IGNORE_INDEX, Block, MultiHeadAttention, TransformerConfig, TransformerLM,
+                                        attention, attention_mask_4d, chunked_lm_loss, sinusoidal_positions)
 
 V = 97
 

@@ -15,9 +15,9 @@ tok/s come from each model's median step time; speed_ratio is the median over th
 interleaved pairs of (hf step time / minilib step time). loss_* are the training losses of
 the last step (same weights, data and optimizer: they must agree within 1 %). mfu is
 minilib's model FLOPs per token (`TransformerLM.flops_per_token`: 6·N + attention) times its
-tok/s, over the peak of a large matmul timed in this run through the same GEMM path
-(fp32 on CPU; bf16 on CUDA, where both models run under bf16 autocast with flash SDPA and
-fused AdamW).
+tok/s, over the peak of a large matmul timed after each pair of steps (the same machine load)
+through the same GEMM path: fp32 2048³ on CPU; bf16 8192³ on CUDA, where both models run under
+bf16 autocast with flash SDPA and fused AdamW.
 
 Defaults: 4 layers, width 128, 4 heads, context 128, vocabulary 8,192 — the GPT size the lessons
 train on a 2-core CPU (DESIGN.md §3: GPT L4 d128 ctx128) — and batch 32 (4,096 tokens a step, a
@@ -88,17 +88,19 @@ def adamw_like_minilib(module, lr: float, betas: tuple[float, float], weight_dec
     return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=fused)
 
 
-def matmul_peak(device, dtype, n: int = 2048, reps: int = 5) -> float:
-    """FLOP/s of an n × n × n matmul in `dtype` on `device`: the median of `reps` after one warm-up."""
+def matmul_seconds(device, dtype, n: int = 2048):
+    """A function timing one n × n × n matmul in `dtype` on `device` (2·n³ FLOPs), waiting for the device."""
     import torch
 
     a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
-    times = []
-    for _ in range(reps + 1):
+
+    def seconds() -> float:
         t0 = time.perf_counter()
-        (a @ b).sum().item()  # .item() waits for the device
-        times.append(time.perf_counter() - t0)
-    return 2 * n ** 3 / statistics.median(times[1:])
+        (a @ b).sum().item()
+        return time.perf_counter() - t0
+
+    seconds()  # warm-up
+    return seconds
 
 
 def bench_gpt(args: argparse.Namespace) -> int:
@@ -166,7 +168,9 @@ def bench_gpt(args: argparse.Namespace) -> int:
         value = loss.item()  # waits for the device, as the Learner's logging does
         return time.perf_counter() - t0, value
 
-    peak = matmul_peak(device, torch.bfloat16 if device.type == "cuda" else torch.float32)
+    peak_dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    n = 8192 if device.type == "cuda" else 2048  # big enough to reach the GEMM peak, small enough to repeat
+    matmul, matmul_times = matmul_seconds(device, peak_dtype, n), []
     flops_per_token = ours.flops_per_token(args.context)
     print(f"gpt bench: L{args.layers} d{args.width} h{args.heads} ctx{args.context}, vocab {vocab_size:,} "
           f"(words of the pretraining corpus), batch {args.batch}; {ours.num_params(non_embedding=False):,} "
@@ -184,15 +188,17 @@ def bench_gpt(args: argparse.Namespace) -> int:
         for name in names if i % 2 == 0 else names[::-1]:  # alternate the order: drift hits both alike
             seconds, losses[name] = step(name, x, y)
             times[name].append(seconds)
+        matmul_times.append(matmul())  # the peak, under the same load as the steps
     tokens = args.batch * args.context
     tok_per_s = {name: tokens / statistics.median(ts) for name, ts in times.items()}
     ratio = statistics.median(h / m for h, m in zip(times["hf"], times["minilib"]))
+    peak = 2 * n ** 3 / statistics.median(matmul_times)
     mfu = {name: flops_per_token * tps / peak for name, tps in tok_per_s.items()}
     for name, ts in times.items():
         print(f"  {name:8s} {tok_per_s[name]:8,.0f} tok/s  median step {statistics.median(ts) * 1e3:7.1f} ms "
               f"(min {min(ts) * 1e3:.1f}, max {max(ts) * 1e3:.1f})  MFU {mfu[name]:.3f}  last loss {losses[name]:.4f}")
-    print(f"model FLOPs per token {flops_per_token / 1e6:.2f} M (6·N + attention); matmul peak measured "
-          f"{peak / 1e9:.0f} GFLOP/s ({'bf16' if device.type == 'cuda' else 'fp32'}, 2048³)")
+    print(f"model FLOPs per token {flops_per_token / 1e6:.2f} M (6·N + attention); matmul peak {peak / 1e9:.0f} "
+          f"GFLOP/s ({str(peak_dtype).removeprefix('torch.')} {n}³, median of one after each pair of steps)")
     gap = abs(losses["minilib"] - losses["hf"]) / losses["hf"]
     if gap > 0.01:
         print(f"warning: the losses differ by {gap:.2%} (> 1 %): the two models no longer compute the same thing")

@@ -8,16 +8,19 @@ One file, in the spirit of nanoGPT's model.py, that GPT and BERT build on:
     GPT-1 (Radford et al. 2018):  TransformerConfig(norm="post", positions="learned", causal=True)
     GPT-2 (Radford et al. 2019):  TransformerConfig(norm="pre", positions="learned", causal=True)
     BERT encoder (Devlin et al.): TransformerConfig(norm="post", causal=False) with an `attention_mask`
-                                  for padding and segment embeddings passed as `extra_embeddings`
+                                  for padding and segment embeddings passed to `hidden`
 
 Self-attention is `attention()` below, written out as the paper's equation (§3.2.1):
 softmax(QKᵀ/√d_k)V. `MultiHeadAttention` computes Q, K and V for every head with one fused
 projection and, on its fast path, calls `F.scaled_dot_product_attention` (the same function,
 computed by flash / memory-efficient kernels); `fast_attention=False` runs the written-out one.
+With targets, the LM head and its cross-entropy run chunk by chunk (`chunked_lm_loss`): the
+same loss and gradients without ever holding the (B, T, V) logits.
 
     >>> cfg = TransformerConfig(vocab_size=len(vocab), block_size=128, n_layer=4, n_head=4, n_embd=256)
     >>> model = TransformerLM(cfg)
-    >>> logits, loss = model(x, targets=y)          # x, y: (B, T) token ids, y = x shifted by one
+    >>> _, loss = model(x, targets=y)               # x, y: (B, T) token ids, y = x shifted by one
+    >>> logits, _ = model(x)                         # (B, T, V) next-token logits
     >>> opt = model.configure_optimizers(weight_decay=0.1, lr=3e-4, betas=(0.9, 0.95), device_type="cpu")
 """
 from __future__ import annotations
