@@ -211,7 +211,7 @@ def _lm_loss_and_grads(h: torch.Tensor, weight: torch.Tensor, targets: torch.Ten
         z_t = p.gather(1, tc)                                               # (n, 1) the target's logit
         m = p.amax(1, keepdim=True)
         s = p.sub_(m).exp_().sum(1, keepdim=True)                          # p = exp(z - max z), s = its row sums
-        total += (m + s.log() - z_t).squeeze(1)[vc].sum()                  # -log softmax(z)_t = logsumexp(z) - z_t
+        total += ((m + s.log() - z_t).squeeze(1) * vc).sum()               # -log softmax(z)_t = logsumexp(z) - z_t
         if grads:
             p.div_(s).scatter_add_(1, tc, torch.full_like(z_t, -1.0))       # softmax(z) - onehot(t)
             if not vc.all():
@@ -237,7 +237,7 @@ class _ChunkedLMLoss(torch.autograd.Function):
 
 
 def chunked_lm_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                    chunk_size: int = 256) -> torch.Tensor:
+                    chunk_size: int | None = None) -> torch.Tensor:
     """F.cross_entropy(h @ weightᵀ, targets, ignore_index=IGNORE_INDEX), same value and gradients,
     without the (B·T, V) logits: the LM head, softmax and its backward run chunk by chunk.
 
@@ -246,8 +246,11 @@ def chunked_lm_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
     gradient, ...). Here each chunk of logits becomes the loss and then its own gradient in place,
     in cache. Always fp32 (logits and softmax under bf16 autocast lose the loss's precision).
     h: (B, T, C) or (N, C); weight: (V, C), the LM head (tied: the token embedding); targets: (B, T) or (N,).
+    chunk_size: rows per chunk; default 256 on a CPU (the fastest of 64 to 2,048 on a 2-core CPU at
+    V = 8k, d = 128) and 4,096 on a GPU (larger GEMMs keep it busy; not measured here).
     """
     h, targets = h.reshape(-1, h.size(-1)), targets.reshape(-1)
+    chunk_size = chunk_size or (256 if h.device.type == "cpu" else 4096)
     with torch.autocast(h.device.type, enabled=False):
         h, weight = h.float(), weight.float()
         if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
