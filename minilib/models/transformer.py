@@ -51,7 +51,7 @@ class TransformerConfig:
     scale_embeddings: bool = False  # multiply token embeddings by √d_model (paper §3.4; GPT does not)
     gelu: str = "tanh"             # GELU's form: "tanh" approximation (GPT-1/2's code; one fused kernel) | "none" (exact)
     fast_attention: bool = True    # F.scaled_dot_product_attention; False: the written-out `attention` below
-    chunked_loss: bool = True      # with targets: LM head + loss chunk by chunk (`chunked_lm_loss`), logits=None
+    chunked_loss: bool = True      # with targets: head + loss chunk by chunk (`chunked_lm_loss`); logits None
 
     def __post_init__(self):
         if self.n_embd % self.n_head:
