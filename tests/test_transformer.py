@@ -275,5 +275,7 @@ def test_bad_configs_say_how_to_fix_them():
         tiny(positions="rotary")
     with pytest.raises(ValueError, match="'post'"):
         tiny(norm="sandwich")
+    with pytest.raises(ValueError, match="'tanh'"):
+        tiny(gelu="erf")
     with pytest.raises(ValueError, match="block_size"):
         TransformerLM(tiny())(torch.zeros(1, 17, dtype=torch.long))

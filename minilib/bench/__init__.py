@@ -31,7 +31,7 @@ BENCHES: dict[str, Bench] = {
                       word2vec_arguments, bench_word2vec),
     "awd-lstm": Bench("AWD-LSTM training step (all regularisers on) vs a plain nn.LSTM LM of the same size: tok/s",
                       awd_lstm_arguments, bench_awd_lstm),
-    "gpt": Bench("minilib TransformerLM vs Hugging Face GPT2LMHeadModel (same config, weights, data, AdamW): tok/s, MFU",
+    "gpt": Bench("minilib TransformerLM vs HF GPT2LMHeadModel (same config, weights, data, AdamW): tok/s, MFU",
                  gpt_arguments, bench_gpt),
 }
 

@@ -48,8 +48,8 @@ class TransformerConfig:
     causal: bool = True            # position t sees only positions ≤ t (a decoder / LM); False: an encoder (BERT)
     bias: bool = True              # biases in the Linear layers (the paper, GPT and BERT all have them)
     tie_weights: bool = True       # LM head weight = token embedding (Press & Wolf 2017; GPT-1, GPT-2, BERT)
-    scale_embeddings: bool = False  # multiply token embeddings by √d_model (paper §3.4; GPT does not)
-    gelu: str = "tanh"             # GELU's form: "tanh" approximation (GPT-1/2's code; one fused kernel) | "none" (exact)
+    scale_embeddings: bool = False  # token embeddings × √d_model (paper §3.4; GPT does not)
+    gelu: str = "tanh"             # GELU: "tanh" approximation (GPT-1/2's code, one fused kernel) | "none" (exact erf)
     fast_attention: bool = True    # F.scaled_dot_product_attention; False: the written-out `attention` below
     chunked_loss: bool = True      # with targets: head + loss chunk by chunk (`chunked_lm_loss`); logits None
 
@@ -61,6 +61,8 @@ class TransformerConfig:
             raise ValueError(f"positions={self.positions!r}: use 'learned' or 'sinusoidal'")
         if self.norm not in ("post", "pre"):
             raise ValueError(f"norm={self.norm!r}: use 'post' (2017 paper, GPT-1) or 'pre' (GPT-2)")
+        if self.gelu not in ("tanh", "none"):
+            raise ValueError(f"gelu={self.gelu!r}: use 'tanh' (GPT's approximation) or 'none' (exact)")
 
 
 # -- attention -----------------------------------------------------------------------------------------
