@@ -71,7 +71,7 @@ def plain_lstm_lm(vocab_size: int, emb: int, hidden: int, layers: int):
     return PlainLSTMLM()
 
 
-def _text_ids(vocab_size: int, n_tokens: int):
+def text_ids(vocab_size: int, n_tokens: int):
     """Token ids of the pretraining corpus (train split) over its `vocab_size` most frequent words."""
     from minilib import data
 
@@ -96,7 +96,7 @@ def bench_awd_lstm(args: argparse.Namespace) -> int:
     profile = args.profile or runtime.profile()
     sizes = {k: v for k, v in dict(emb_size=args.emb, hidden_size=args.hidden, n_layers=args.layers).items() if v}
     n_tokens = args.batch_size * args.bptt * (args.steps + args.warmup) + 1
-    ids, vocab_size = _text_ids(args.vocab_size or VOCAB_BY_PROFILE[profile], n_tokens)
+    ids, vocab_size = text_ids(args.vocab_size or VOCAB_BY_PROFILE[profile], n_tokens)
     cfg = AWDLSTMConfig.for_profile(vocab_size, profile, **sizes)
     stream = LMStream(ids[:n_tokens], args.batch_size, args.bptt)
     batches = [(x.to(device), y.to(device)) for x, y in stream][: args.steps + args.warmup]

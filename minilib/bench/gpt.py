@@ -114,7 +114,7 @@ def bench_gpt(args: argparse.Namespace) -> int:
     import torch
 
     from minilib import runtime
-    from minilib.bench.awd_lstm import _text_ids
+    from minilib.bench.awd_lstm import text_ids
     from minilib.data.batching import LMStream
     from minilib.models.transformer import TransformerConfig, TransformerLM
 
@@ -126,7 +126,7 @@ def bench_gpt(args: argparse.Namespace) -> int:
     hf_logging.set_verbosity_error()
     device = runtime.device(args.device)
     n_tokens = args.batch * args.context * (args.warmup + args.steps) + 1
-    ids, vocab_size = _text_ids(args.vocab_size, n_tokens)
+    ids, vocab_size = text_ids(args.vocab_size, n_tokens)
     stream = LMStream(ids[:n_tokens], args.batch, args.context)
     batches = [(x.contiguous().to(device), y.contiguous().to(device)) for x, y in stream]
 

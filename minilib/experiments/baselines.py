@@ -11,14 +11,13 @@ chosen by 3-fold cross-validation inside the labelled sample (never on test), fr
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from minilib import provenance
 from minilib.data.tokenize import tokenize
+from minilib.experiments.elmo_probes import shipped_checkpoint
 from minilib.experiments.grid import Method, register
 from minilib.tasks import Task
 
@@ -180,14 +179,10 @@ def train_sgns(task: Task, idx, seed, settings, checkpoint, **_) -> dict:
     return _train_lr(task, idx, seed, _vector_featurizer(task, lookup, vectors.dim))
 
 
-def _elmo_checkpoint(profile: str) -> Path:
-    return provenance.REPO_ROOT / "checkpoints" / f"elmo-{'laptop' if profile == 'smoke' else profile}.pt"
-
-
 register(Method("majority", "baselines", train_majority, lambda prof: {}, label="majority class"))
 register(Method("bow-lr", "baselines", train_bow, lambda prof: {"min_count": 1, "l2_grid": list(L2_GRID)},
                 label="bag of words + LR"))
 register(Method("glove-lr", "baselines", train_glove, lambda prof: {"max_words": 400_000, "l2_grid": list(L2_GRID)},
                 label="mean GloVe-50d + LR"))
 register(Method("sgns-lr", "baselines", train_sgns, lambda prof: {"dim": 100, "epochs": 3, "l2_grid": list(L2_GRID)},
-                checkpoint=_elmo_checkpoint, label="mean SGNS (ours) + LR"))
+                checkpoint=shipped_checkpoint, label="mean SGNS (ours) + LR"))

@@ -19,6 +19,8 @@ EXPERIMENTS = {  # name -> (module, help)
                          "ULMFiT without each trick in turn (chapter 04, the paper's Tables 6-7)"),
     "elmo-probes": ("minilib.experiments.elmo_probes",
                     "POS and word-sense probes of each ELMo layer vs static vectors (chapter 03, Peters et al. 2018 §5.3)"),
+    "elmo-pos": ("minilib.experiments.elmo_pos",
+                 "POS tagging from static vs ELMo vs untrained-biLM vectors at 10-1,000 labelled sentences (chapter 03)"),
     "elmo-downstream": ("minilib.experiments.elmo_downstream",
                         "RT sentiment from static vectors vs ELMo features at a few labels (chapter 03)"),
 }

@@ -65,6 +65,11 @@ def default_checkpoint(profile: str) -> Path:
     return provenance.REPO_ROOT / "checkpoints" / f"elmo-{profile}.pt"
 
 
+def shipped_checkpoint(profile: str) -> Path:
+    """The biLM a profile's experiments read: smoke has none of its own and reads the shipped laptop one."""
+    return default_checkpoint("laptop" if profile == "smoke" else profile)
+
+
 def _file_sha256(path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

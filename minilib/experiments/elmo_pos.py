@@ -1,0 +1,230 @@
+"""ELMo where its paper says it helps most: a token-level task with few labels (Peters et al. 2018 §5.3,
+Table 6 probes POS; §3.3 adds ELMo to a task model's input).
+
+The task is `pos` (Brown gold universal tags; train sentences from Brown's train files, every word of
+Brown's test files scored, which the biLM never read). With n labelled sentences, the same tagger reads
+one of three kinds of word vectors, each frozen:
+
+    static      our SGNS vector of the word (trained on the text the biLM read; chapters 01, 03)
+    elmo        §3.2 eq. 1: a learned ScalarMix of the biLM's 3 layers at that word
+    untrained   the same ScalarMix over the biLM's untrained twin (same architecture, random weights):
+                the control for "what did pretraining teach?"
+
+and two taggers, the same for every kind of vector:
+
+    tagger-*    linear: dropout, one linear layer to the 12 tags (a probe with a mixed input)
+    bilstm-*    §3.3's way: dropout, a 1-layer biLSTM over the sentence's vectors, a linear layer
+
+Every point is one grid-runner point (experiments/grid.py), cached and stamped; the test split is
+scored once after a fixed number of steps and nothing is selected on it.
+
+    python -m minilib experiment elmo-pos        # elmo-pos: static_acc_n10= elmo_acc_n10= untrained_acc_n10= ...
+"""
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from minilib import provenance, runtime, tasks
+from minilib.experiments import grid
+from minilib.experiments.elmo_probes import SIZES as PROBE_SIZES, shipped_checkpoint, static_baseline
+from minilib.models.elmo import ScalarMix
+from minilib.models.pretrained import file_sha256
+from minilib.runtime import UsageError
+
+KINDS = ("static", "elmo", "untrained")
+TAGGERS = ("tagger", "bilstm")
+FEATURE_CACHE = provenance.REPO_ROOT / ".cache" / "elmo-pos"
+
+
+@dataclass(frozen=True)
+class PosConfig:
+    label_counts: tuple = (10, 30, 100, 300, 1000)   # labelled training sentences per point
+    seeds: tuple[int, ...] = (0, 1, 2)                 # each seed: another sample and another init
+    steps: int = 400                     # Adam steps, the same for every n (small samples are revisited)
+    batch_size: int = 16                 # sentences per step
+    lr: float = 5e-3                     # Adam, decaying linearly to 0
+    weight_decay: float = 1e-4
+    dropout: float = 0.5                 # on the input vectors (§3.3: dropout on ELMo)
+    hidden: int = 64                     # biLSTM units per direction (bilstm taggers)
+    max_test: int | None = None          # cap the test sentences with a fixed subset (smoke only)
+    threads: int | None = 1
+
+
+SIZES = {
+    "smoke": PosConfig(label_counts=(10, 30), seeds=(0,), steps=40, max_test=150),
+    "laptop": PosConfig(),
+    "full": PosConfig(threads=None),
+}
+
+
+# ----------------------------------------------------------------------------- features
+
+def _words(sentences) -> list[list[str]]:
+    from minilib.eval.probe import probe_token
+
+    return [[probe_token(w) for w in s] for s in sentences]
+
+
+def sentence_features(kind: str, elmo_path, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
+    """(L, T_i, D) float32 vectors per sentence: static (L=1) or the biLM's 3 layers (trained or untrained)."""
+    from minilib.eval.probe import layer_features, static_features
+    from minilib.models.elmo import untrained_like
+    from minilib.models.pretrained import load_pretrained
+
+    model, _, meta = load_pretrained(elmo_path, "elmo")
+    words = _words(sentences)
+    if kind == "static":
+        prof = PROBE_SIZES.get(meta.get("profile", "laptop"), PROBE_SIZES["laptop"])
+        return static_features(static_baseline(meta, prof.static_dim, prof.static_epochs), words)
+    if kind == "elmo":
+        return layer_features(model, words)
+    if kind == "untrained":
+        return layer_features(untrained_like(model, seed=0), words)
+    raise UsageError(f"vector kind {kind!r}: use one of {', '.join(KINDS)}")
+
+
+def test_split_features(kind: str, elmo_path, task: tasks.Task, max_test: int | None, log=print):
+    """The test split's features and tags, cached by the checkpoint's sha256 and the task's fingerprint."""
+    n = len(task.test) if max_test is None else min(max_test, len(task.test))
+    path = FEATURE_CACHE / f"{task.name}-{task.fingerprint[:12]}-{kind}-{file_sha256(elmo_path)[:16]}-n{n}.pt"
+    tags = [torch.tensor(t) for t in task.test.labels[:n]]
+    if path.exists():
+        return torch.load(path, weights_only=True), tags
+    t = time.perf_counter()
+    feats = [f.half() for f in sentence_features(kind, elmo_path, task.test.texts[:n])]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(feats, path)
+    log(f"{kind} features of {n} {task.name} test sentences in {time.perf_counter() - t:.0f} s -> {path}")
+    return feats, tags
+
+
+# ----------------------------------------------------------------------------- the taggers
+
+class Tagger(nn.Module):
+    """ScalarMix over the input layers (one layer: just a scale) -> dropout -> [biLSTM] -> linear to the tags."""
+
+    def __init__(self, n_layers: int, dim: int, n_tags: int, dropout: float, hidden: int | None = None):
+        super().__init__()
+        self.mix = ScalarMix(n_layers)
+        self.dropout = nn.Dropout(dropout)
+        self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True) if hidden else None
+        self.out = nn.Linear(2 * hidden if hidden else dim, n_tags)
+
+    def forward(self, layers: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """layers (L, B, T, D), lengths (B,) -> logits (B, T, n_tags)."""
+        x = self.dropout(self.mix(layers))                                   # (B, T, D)
+        if self.lstm is not None:
+            packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            x, _ = nn.utils.rnn.pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=x.shape[1])
+        return self.out(x)
+
+
+def _pad(feats: Sequence[torch.Tensor], tags: Sequence[torch.Tensor]):
+    """(L, B, T, D) float, (B, T) tags with -100 at padding, (B,) lengths."""
+    lengths = torch.tensor([f.shape[1] for f in feats])
+    L, D, T = feats[0].shape[0], feats[0].shape[2], int(lengths.max())
+    x = torch.zeros(L, len(feats), T, D)
+    y = torch.full((len(feats), T), -100, dtype=torch.long)
+    for b, (f, t) in enumerate(zip(feats, tags)):
+        x[:, b, :f.shape[1]] = f.float()
+        y[b, :len(t)] = t
+    return x, y, lengths
+
+
+def accuracy(model: Tagger, feats, tags, batch_size: int = 128) -> float:
+    model.eval()
+    right = total = 0
+    with torch.no_grad():
+        for i in range(0, len(feats), batch_size):
+            x, y, lengths = _pad(feats[i:i + batch_size], tags[i:i + batch_size])
+            pred = model(x, lengths).argmax(-1)
+            keep = y != -100
+            right += int((pred[keep] == y[keep]).sum())
+            total += int(keep.sum())
+    return right / total
+
+
+def train_tagger(task, idx, seed: int, point: dict, checkpoint, *, kind: str, tagger: str, log=print,
+                 **_) -> dict[str, Any]:
+    """One point (the grid's `train`): the tagger on `task.train[idx]`, a fixed number of steps, then every
+    test word scored once."""
+    config = PosConfig(**point)
+    task = tasks.get(task)
+    feats = sentence_features(kind, checkpoint, [task.train.texts[i] for i in idx])
+    tags = [torch.tensor(task.train.labels[i]) for i in idx]
+    test_x, test_y = test_split_features(kind, checkpoint, task, config.max_test, log=log)
+    runtime.seed_everything(seed)
+    model = Tagger(feats[0].shape[0], feats[0].shape[2], task.n_classes, config.dropout,
+                   config.hidden if tagger == "bilstm" else None)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / config.steps)
+    rng = np.random.default_rng(seed)
+    curve = []
+    model.train()
+    for step in range(config.steps):
+        batch = rng.choice(len(feats), size=min(config.batch_size, len(feats)), replace=False)
+        x, y, lengths = _pad([feats[i] for i in batch], [tags[i] for i in batch])
+        loss = nn.functional.cross_entropy(model(x, lengths).flatten(0, 1), y.flatten(), ignore_index=-100)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        if (step + 1) % max(1, config.steps // 10) == 0:
+            curve.append({"step": step + 1, "train_loss": float(loss)})
+    acc = accuracy(model, test_x, test_y)
+    return {"kind": kind, "tagger": tagger, "accuracy": acc, "curve": curve,
+            "n_train_tokens": int(sum(len(t) for t in tags)), "n_test_tokens": int(sum(len(t) for t in test_y)),
+            "layer_weights": model.mix.weights.tolist(), "gamma": float(model.mix.gamma)}
+
+
+def method_name(tagger: str, kind: str) -> str:
+    return f"{tagger}-{kind}"
+
+
+for _tagger in TAGGERS:
+    for _kind in KINDS:
+        grid.register(grid.Method(method_name(_tagger, _kind), "elmo-pos",
+                                  functools.partial(train_tagger, kind=_kind, tagger=_tagger),
+                                  lambda prof: {k: v for k, v in asdict(SIZES[prof]).items()
+                                                if k not in ("label_counts", "seeds", "threads")},
+                                  checkpoint=shipped_checkpoint, kinds=("token",),
+                                  label=f"{_kind} vectors, {'linear' if _tagger == 'tagger' else 'biLSTM'} tagger"))
+
+
+# ----------------------------------------------------------------------------- summary and CLI
+
+def run(tagger: str = "tagger", profile: str | None = None, force: bool = False, log=print) -> list[dict]:
+    config = SIZES[profile or runtime.profile()]
+    return grid.run_grid("pos", [method_name(tagger, k) for k in KINDS], config.label_counts, config.seeds,
+                         log=log, force=force, threads=config.threads)
+
+
+def summary_line(rows: Sequence[dict], name: str = "elmo-pos") -> str:
+    """`elmo-pos: static_acc_n10=… elmo_acc_n10=… untrained_acc_n10=… …` (means over seeds)."""
+    by = {(r["method"].split("-", 1)[1], r["n_labels"]): 1 - r["error"] for r in grid.summarize(rows)}
+    counts = sorted({n for _, n in by})
+    return f"{name}: " + " ".join(f"{k}_acc_n{n}={by[k, n]:.3f}" for n in counts for k in KINDS if (k, n) in by)
+
+
+def cli_arguments(p, name: str) -> None:
+    p.add_argument("--tagger", choices=TAGGERS, default="tagger", help="linear tagger or §3.3's biLSTM (default: linear)")
+    p.add_argument("--force", action="store_true", help="retrain points even if cached")
+
+
+def cli_run(args, name: str) -> int:
+    ckpt = shipped_checkpoint(runtime.profile())
+    if not Path(ckpt).exists():
+        raise UsageError(f"no biLM at {ckpt}: make one with `python -m minilib pretrain elmo`")
+    rows = run(args.tagger, force=args.force)
+    for r in grid.summarize(rows, ddof=1):
+        print(f"n={r['n_labels']:<5} {r['method']:18s} accuracy {1 - r['error']:.3f} ± {r['error_std']:.3f}")
+    print(summary_line(rows, name))
+    return 0
