@@ -486,14 +486,13 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
     import numpy as np
 
     from minilib import runtime
-    from minilib.experiments import elmo_downstream as ed
+    from minilib.experiments import elmo_downstream as ed, grid as runner
 
     # -- data access: every call into the experiment is here (to re-point at the grid runner)
     live_profile = runtime.profile()
     grid_prof = grid_profile or live_profile
     config = config or ed.SIZES[live_profile]
     grid_config = ed.SIZES[grid_profile] if grid_profile else config
-    results_dir = results_dir or ed.RESULTS_DIR
     arms, kinds, colors, linestyle = ed.ARMS, ed.KINDS, ed.ARM_COLORS, ed.arm_linestyle
 
     def grid_rows():
@@ -501,7 +500,7 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
                 if (r := ed.cached_point(arm, n, s, elmo_path, grid_config, results_dir, profile=grid_prof))]
 
     def prepare_features(kind, split, log):
-        ed.features(kind, elmo_path, split, log=log)
+        ed.features(kind, elmo_path, "rt", split, log=log)
 
     def train_live(arm, n_labels, seed_):
         return ed.run_point(arm, n_labels, seed_, elmo_path, config, results_dir=results_dir, log=lambda *_: None)
@@ -514,7 +513,7 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
 
     # -- the panel
     counts = sorted(dict.fromkeys([*grid_config.label_counts, *config.label_counts]),
-                    key=lambda n: float("inf") if n == ed.ALL else n)
+                    key=lambda n: float("inf") if n == runner.ALL else n)
     labels = w.SelectionSlider(options=[(str(n), n) for n in counts], value=100 if 100 in counts else counts[0],
                                description="labels")
     seed = w.BoundedIntText(value=0, min=0, max=99, description="seed", layout=w.Layout(width="160px"))
@@ -527,7 +526,7 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
 
     def draw():
         # rows store the resolved count: "all" is the grid's largest
-        n = max((r["n_labels"] for r in grid), default=None) if labels.value == ed.ALL else labels.value
+        n = max((r["n_labels"] for r in grid), default=None) if labels.value == runner.ALL else labels.value
         at_n = [r for r in grid if r["n_labels"] == n]
         summary = summarize(grid)
         lines = [f"{r['arm']:16s} at {r['n_labels']:>5,} labels: accuracy {r['accuracy']:.1%} ± "
