@@ -81,8 +81,9 @@ def zipf(counts: np.ndarray, label: str = "", ax=None):
     return ax
 
 
-def bars(labels: Sequence[str], values: Sequence[float], xlabel: str = "", title: str = "", ax=None, log=False):
-    """Horizontal bars with their values written on them."""
+def bars(labels: Sequence[str], values: Sequence[float], xlabel: str = "", title: str = "", ax=None, log=False,
+         fmt: str = ",.0f"):
+    """Horizontal bars with their values written on them (formatted with `fmt`)."""
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 0.35 * len(labels) + 1))
     y = np.arange(len(labels))
@@ -90,9 +91,9 @@ def bars(labels: Sequence[str], values: Sequence[float], xlabel: str = "", title
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
     for yi, v in zip(y, values):
-        ax.text(v, yi, f" {v:,.0f}", va="center", fontsize=8)
+        ax.text(v, yi, f" {v:{fmt}}", va="center", fontsize=8)
     ax.set_xlabel(xlabel)
-    ax.set_title(title)
+    ax.set_title(title, fontsize=9)
     return ax
 
 

@@ -1,47 +1,150 @@
 """ipywidgets panels for the lessons.
 
-A widget in front of a class must answer at once and never show a
-traceback: every handler here catches errors and prints a one-line message
-instead, and slow work is cached after its first run.
+Every panel here is made the same way (`Panel`), because the obvious way fails
+in a real browser: a plot drawn with `plt.show()` inside `with output:` is
+captured by whichever message the kernel is handling at that moment, and in
+JupyterLab 9 of 16 redraws after an interaction came out blank or cut to a
+strip while another update was being handled. So:
+
+* a plot is a matplotlib `Figure` made without pyplot, rendered to PNG bytes
+  with Agg and set as the value of an `ipywidgets.Image` (`Panel.show`);
+* text is the value of an `HTML` widget (`Panel.say`).
+
+Both are widget state, not captured output: nothing can land in the wrong
+place, a redraw replaces the picture in one message, and the state is saved
+with the notebook, so a panel shows (static) before it is run and in the book.
+
+Handlers run through the panel's guard: one at a time (an update asked for
+while another runs is done once, after it, with the latest values), a
+button click while its handler runs or within a double-click's interval of
+its end is dropped (a true double-click queues its second click behind the
+first), and an error is one line instead of a traceback. Slow work reports on
+a progress bar and a line inside the panel. Every panel is at most
+`MAX_HEIGHT` high, so it fits on a projected screen.
 """
 from __future__ import annotations
 
 import functools
+import html
+import io
 import random
 import textwrap
+import time
 from typing import Callable, Sequence
 
 import ipywidgets as w
-import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from minilib import viz
 
+MAX_HEIGHT = "800px"      # a panel never grows taller than a projected screen
+PLOT_DPI = 100            # figure inches x 100 = pixels of the PNG
+MAX_PLOT_HEIGHT_PX = 420  # every figure here is at most this tall (checked by the tests)
+DOUBLE_CLICK_S = 0.5      # a click this soon after the last run ended is the second half of a double-click
+WIDE = {"description_width": "initial"}  # a description as wide as its text ("temperature", not "temperat…")
 
-def _safe(output: w.Output, fn: Callable[[], None]) -> None:
-    """Run a widget handler; show a short message instead of a traceback if it fails."""
-    with output:
-        output.clear_output(wait=True)
+
+# -- one way to draw, one way to handle an event ------------------------------------------------
+def figure(width: float, height: float, ncols: int = 1):
+    """A new (Figure, axes) pair, outside pyplot: no global state, nothing flushed by the inline backend."""
+    fig = Figure(figsize=(width, height), dpi=PLOT_DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, (axes[0] if ncols == 1 else list(axes))
+
+
+def png(fig: Figure) -> bytes:
+    """The figure rendered to PNG bytes by Agg."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=PLOT_DPI)
+    return buf.getvalue()
+
+
+class Panel:
+    """What every widget here is made of: its controls, a text area, an optional progress line and
+    a plot, in a box at most MAX_HEIGHT high, and the guard its handlers run through.
+
+    `panel.box` is what a lesson displays; `panel.text`, `panel.image`, `panel.bar` and
+    `panel.step` are the parts the handlers fill in.
+    """
+
+    def __init__(self, controls: Sequence[w.Widget], plot: bool = True, progress: bool = False,
+                 text_height: str = "130px"):
+        self.text = w.HTML(layout=w.Layout(max_height=text_height, overflow="auto"))
+        self.image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto")) if plot else None
+        self.bar = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(width="220px")) if progress else None
+        self.step = w.HTML() if progress else None
+        parts = [*controls, self.text]
+        if progress:
+            parts.append(w.HBox([self.bar, self.step]))
+        if plot:
+            parts.append(self.image)
+        self.box = w.VBox(parts, layout=w.Layout(max_height=MAX_HEIGHT, overflow="auto"))
+        self._busy = False
+        self._pending: Callable[[], None] | None = None
+
+    # the parts
+    def say(self, *lines: str) -> None:
+        """Replace the text area with these lines."""
+        body = html.escape("\n".join(lines))
+        self.text.value = f"<pre style='margin:0; white-space:pre-wrap; line-height:1.35'>{body}</pre>"
+
+    def show(self, fig: Figure) -> None:
+        """Replace the plot with this figure."""
+        self.image.value = png(fig)
+
+    def progress(self, done: float, total: float, line: str) -> None:
+        """Move the bar to done/total and say what is happening (sent to the browser at once)."""
+        self.bar.max = 1000
+        self.bar.value = int(1000 * min(max(done / max(total, 1e-9), 0.0), 1.0))
+        self.step.value = html.escape(line)
+
+    # the guard
+    def _run(self, fn: Callable[[], None]) -> None:
+        self._busy = True
         try:
             fn()
         except Exception as exc:  # a widget must never crash in front of a room
-            print(f"⚠ {type(exc).__name__}: {exc}")
-
-
-def _one_at_a_time(button: w.Button, fn: Callable[[], None]) -> Callable:
-    """A click handler running `fn` with `button` disabled; clicks while it runs are ignored."""
-    busy = [False]
-
-    def on_click(_):
-        if busy[0]:
-            return  # the first click is still running
-        busy[0], button.disabled = True, True
-        try:
-            fn()
+            self.say(f"⚠ {type(exc).__name__}: {exc}")
         finally:
-            busy[0], button.disabled = False, False
-    return on_click
+            self._busy = False
+
+    def update(self, fn: Callable[[], None]) -> Callable:
+        """An observer running `fn`; asked while another handler runs, it runs once afterwards."""
+        def handler(*_):
+            if self._busy:
+                self._pending = fn  # the latest request wins: it reads the widgets' values when it runs
+                return
+            self._run(fn)
+            while self._pending is not None:
+                queued, self._pending = self._pending, None
+                self._run(queued)
+        return handler
+
+    def click(self, button: w.Button, fn: Callable[[], None]) -> Callable:
+        """A click handler running `fn` with `button` disabled. A click while it runs, or within
+        DOUBLE_CLICK_S of its end (the second click of a double-click waits in the kernel's queue
+        until the first is done), is dropped."""
+        last_end = [-float("inf")]
+
+        def handler(_):
+            if self._busy or time.monotonic() - last_end[0] < DOUBLE_CLICK_S:
+                return
+            button.disabled = True
+            try:
+                self.update(fn)()
+            finally:
+                button.disabled = False
+                last_end[0] = time.monotonic()
+        return handler
 
 
+def _pre(text: str, width: int = 100) -> str:
+    return textwrap.fill(text, width)
+
+
+# -- chapter 00: the corpora ----------------------------------------------------------------------
 def corpus_explorer(load_tokens: Callable[[str], list[str]], names: Sequence[str],
                     sample_words: int = 60, seed: int = 0) -> w.VBox:
     """Pick a corpus → its size, its Zipf plot and a random passage.
@@ -52,26 +155,30 @@ def corpus_explorer(load_tokens: Callable[[str], list[str]], names: Sequence[str
     load = functools.lru_cache(maxsize=None)(load_tokens)
     picker = w.Dropdown(options=list(names), description="corpus")
     again = w.Button(description="another passage", icon="refresh")
-    out = w.Output()
+    panel = Panel([w.HBox([picker, again])])
     rng = random.Random(seed)
 
-    def show(*_):
-        def draw():
-            tokens = load(picker.value)
-            counts = viz.rank_frequency(tokens)
-            print(f"{picker.value}: {len(tokens):,} tokens, {len(counts):,} distinct words, "
-                  f"{(counts == 1).sum():,} seen only once")
-            start = rng.randrange(max(1, len(tokens) - sample_words))
-            print(textwrap.fill("… " + " ".join(tokens[start:start + sample_words]) + " …", 100))
-            fig, ax = plt.subplots(figsize=(5.5, 3.6))
-            viz.zipf(counts, label=picker.value, ax=ax)
-            plt.show()
-        _safe(out, draw)
+    loaded: set[str] = set()
 
-    picker.observe(show, names="value")
-    again.on_click(show)
-    show()
-    return w.VBox([w.HBox([picker, again]), out])
+    def draw():
+        name = picker.value
+        if name not in loaded:
+            panel.say(f"loading the {name} corpus (first visit only) …")
+        tokens = load(name)
+        loaded.add(name)
+        counts = viz.rank_frequency(tokens)
+        start = rng.randrange(max(1, len(tokens) - sample_words))
+        panel.say(f"{name}: {len(tokens):,} tokens, {len(counts):,} distinct words, "
+                  f"{(counts == 1).sum():,} seen only once",
+                  _pre("… " + " ".join(tokens[start:start + sample_words]) + " …"))
+        fig, ax = figure(5.5, 3.6)
+        viz.zipf(counts, label=name, ax=ax)
+        panel.show(fig)
+
+    picker.observe(panel.update(draw), names="value")
+    again.on_click(panel.click(again, draw))
+    panel.update(draw)()
+    return panel.box
 
 
 # -- chapter 01: static word vectors --------------------------------------------------------------
@@ -95,24 +202,22 @@ def neighbours_explorer(models: dict, word: str = "apple", topn: int = 10) -> w.
     """Type a word and pick a model → its nearest neighbours and a 2-D projection of them."""
     box = w.Text(value=word, description="word", continuous_update=False)
     picker = w.Dropdown(options=list(models), description="vectors")
-    out = w.Output()
+    panel = Panel([w.HBox([box, picker])], text_height="70px")
 
-    def show(*_):
-        def draw():
-            vectors = models[picker.value]
-            query = check_word(vectors, box.value, picker.value)
-            pairs = vectors.most_similar(query, topn=topn)
-            print(f"nearest to {query!r} in {picker.value}:")
-            print("  " + ", ".join(f"{n} ({s:.2f})" for n, s in pairs))
-            fig, ax = plt.subplots(figsize=(5.5, 4))
-            viz.projection(vectors, [query] + [n for n, _ in pairs], highlight=query, ax=ax)
-            plt.show()
-        _safe(out, draw)
+    def draw():
+        vectors = models[picker.value]
+        query = check_word(vectors, box.value, picker.value)
+        pairs = vectors.most_similar(query, topn=topn)
+        panel.say(f"nearest to {query!r} in {picker.value}:",
+                  _pre("  " + ", ".join(f"{n} ({s:.2f})" for n, s in pairs)))
+        fig, ax = figure(5.5, 4)
+        viz.projection(vectors, [query] + [n for n, _ in pairs], highlight=query, ax=ax)
+        panel.show(fig)
 
-    box.observe(show, names="value")
-    picker.observe(show, names="value")
-    show()
-    return w.VBox([w.HBox([box, picker]), out])
+    box.observe(panel.update(draw), names="value")
+    picker.observe(panel.update(draw), names="value")
+    panel.update(draw)()
+    return panel.box
 
 
 def analogy_explorer(models: dict, a: str = "man", b: str = "king", c: str = "woman", topn: int = 5) -> w.VBox:
@@ -120,134 +225,207 @@ def analogy_explorer(models: dict, a: str = "man", b: str = "king", c: str = "wo
     boxes = [w.Text(value=v, description=d, continuous_update=False, layout=w.Layout(width="180px"))
              for v, d in ((a, "a"), (b, "b"), (c, "c"))]
     picker = w.Dropdown(options=list(models), description="vectors")
-    out = w.Output()
+    panel = Panel([w.HBox([*boxes, picker])], text_height="140px")
 
-    def show(*_):
-        def answer():
-            vectors = models[picker.value]
-            words = [check_word(vectors, box.value, picker.value) for box in boxes]
-            if len(set(words)) < 3:
-                raise ValueError("a, b and c must be three different words")
-            a_, b_, c_ = (vectors.normed[vectors.index[x]] for x in words)
-            answers = vectors.most_similar(b_ - a_ + c_, topn=topn, exclude=words)  # question words excluded
-            print(f"{words[0]} : {words[1]} :: {words[2]} : ?")
-            for rank, (answer_word, cos) in enumerate(answers, 1):
-                print(f"  {rank}. {answer_word:15s} cos {cos:.3f}")
-        _safe(out, answer)
+    def draw():
+        vectors = models[picker.value]
+        words = [check_word(vectors, box.value, picker.value) for box in boxes]
+        if len(set(words)) < 3:
+            raise ValueError("a, b and c must be three different words")
+        a_, b_, c_ = (vectors.normed[vectors.index[x]] for x in words)
+        answers = vectors.most_similar(b_ - a_ + c_, topn=topn, exclude=words)  # question words excluded
+        panel.say(f"{words[0]} : {words[1]} :: {words[2]} : ?",
+                  *(f"  {rank}. {word:15s} cos {cos:.3f}" for rank, (word, cos) in enumerate(answers, 1)))
+        fig, ax = figure(5.5, 0.3 * len(answers) + 1.1)
+        viz.bars([word for word, _ in answers], [cos for _, cos in answers], xlabel="cosine with b − a + c",
+                 title=f"{words[0]} : {words[1]} :: {words[2]} : ?", ax=ax, fmt=".3f")
+        panel.show(fig)
 
     for widget in (*boxes, picker):
-        widget.observe(show, names="value")
-    show()
-    return w.VBox([w.HBox([*boxes, picker]), out])
+        widget.observe(panel.update(draw), names="value")
+    panel.update(draw)()
+    return panel.box
 
 
 # -- chapter 02: language models ------------------------------------------------------------------
 def generation_explorer(models: dict, vocab, prompt: str = "the president said", n_words: int = 25) -> w.VBox:
-    """Continue a prompt with a chosen LM; temperature and top-k sliders; 'sample again' draws a new seed."""
-    from minilib.generate import generate
+    """Continue a prompt with a chosen LM; temperature and top-k sliders; 'sample again' draws a new seed.
+    The plot: the next word's distribution after the prompt, as temperature and top-k reshape it."""
+    import torch
+
+    from minilib.data import tokenize
+    from minilib.generate import generate, next_word_log_probs
 
     box = w.Text(value=prompt, description="prompt", continuous_update=False, layout=w.Layout(width="360px"))
     picker = w.Dropdown(options=list(models), description="model")
     temperature = w.FloatSlider(value=0.8, min=0.0, max=2.0, step=0.1, description="temperature",
-                                continuous_update=False)
-    top_k = w.IntSlider(value=0, min=0, max=200, step=10, description="top-k (0: off)", continuous_update=False)
+                                continuous_update=False, style=WIDE)
+    top_k = w.IntSlider(value=0, min=0, max=200, step=10, description="top-k (0: off)", continuous_update=False,
+                        style=WIDE)
     again = w.Button(description="sample again", icon="refresh")
-    out = w.Output()
+    panel = Panel([w.HBox([box, picker]), w.HBox([temperature, top_k, again])], text_height="90px")
     seed = [0]
 
-    def show(*_):
-        def sample():
-            if len(box.value) > 2000:
-                raise ValueError("the prompt is very long: a few words are enough")
-            text = generate(models[picker.value], vocab, box.value, n_words=n_words, temperature=temperature.value,
-                            top_k=top_k.value or None, seed=seed[0])
-            print(textwrap.fill(text, 100))
-        _safe(out, sample)
+    def next_word_probs(model, words, t, k, shown=12):
+        """The `shown` likeliest next words and their probabilities after sampling's reshaping."""
+        log_probs = next_word_log_probs(model, vocab.encode(words))
+        if vocab.unk_id is not None:
+            log_probs[vocab.unk_id] = float("-inf")  # generate never samples <unk>
+        scores = log_probs / max(t, 1e-6)  # t = 0 is greedy: all mass on the argmax
+        if k and k < scores.numel():
+            scores = scores.masked_fill(scores < torch.topk(scores, k).values[-1], float("-inf"))
+        probs = torch.softmax(scores, -1)
+        top = torch.topk(probs, min(shown, int((probs > 0).sum())))  # words top-k left a chance
+        return vocab.decode(top.indices.tolist()), top.values.tolist()
 
-    def resample(_):
+    def draw():
+        if len(box.value) > 2000:
+            raise ValueError("the prompt is very long: a few words are enough")
+        model = models[picker.value]
+        text = generate(model, vocab, box.value, n_words=n_words, temperature=temperature.value,
+                        top_k=top_k.value or None, seed=seed[0])
+        panel.say(_pre(text))
+        words, probs = next_word_probs(model, tokenize(box.value), temperature.value, top_k.value)
+        fig, ax = figure(6.5, 3.2)
+        viz.bars(words, probs, xlabel="probability of the next word", ax=ax, fmt=".3f",
+                 title=f"{picker.value} after “{' '.join(tokenize(box.value)[-6:])}”: "
+                       f"T={temperature.value:.1f}, top-k={top_k.value or 'off'}")
+        panel.show(fig)
+
+    def resample():
         seed[0] += 1
-        show()
+        draw()
 
     for widget in (box, picker, temperature, top_k):
-        widget.observe(show, names="value")
-    again.on_click(resample)
-    show()
-    return w.VBox([w.HBox([box, picker]), w.HBox([temperature, top_k, again]), out])
+        widget.observe(panel.update(draw), names="value")
+    again.on_click(panel.click(again, resample))
+    panel.update(draw)()
+    return panel.box
 
 
+# -- live training: a progress bar and line inside the panel ---------------------------------------
+def _training_callback(panel: Panel, done: int, total: int, what: str, epochs: int):
+    """A minilib.train callback moving the panel's bar through one of `total` jobs (`done` before it)
+    as the Learner steps; `epochs` fit() calls of one epoch each make the job (fine_tune_classifier)."""
+    from minilib.train.callbacks import Callback
+
+    class MoveBar(Callback):
+        last = 0.0
+
+        def after_step(self, learner):
+            now = time.monotonic()
+            steps = epochs * learner.total_steps  # total_steps: of this one-epoch fit
+            if now - self.last > 0.2 or learner.step == steps:  # at most 5 updates a second
+                self.last = now
+                epoch = min(learner.step * epochs // max(steps, 1) + 1, epochs)
+                panel.progress(done + learner.step / max(steps, 1), total,
+                               f"{what}: epoch {epoch}/{epochs}, step {learner.step}/{steps}")
+    return MoveBar()
+
+
+# -- chapter 04: ULMFiT -----------------------------------------------------------------------------
 def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_dir=None,
                                grid_profile: str | None = None) -> w.VBox:
     """Chapter 04: error vs labels for each method. Cached grid points (of `grid_profile`, default
     the current profile) show at once; "train this point" trains the chosen label count / methods
-    / seed live at the current profile's sizes (progress bar, learning curve) and adds it to the
-    plot as a ring. A click while training is ignored, and a trained point is cached, so clicking
-    twice never trains twice."""
+    / seed live at the current profile's sizes, with a progress bar, and shows it apart from the
+    grid: a ring on the plot and its own line, labelled with its profile, never in the grid's mean.
+    A click while training is ignored, and a trained point is cached, so it never trains twice."""
     import dataclasses
 
     from minilib import runtime
     from minilib.experiments import sample_efficiency as se
 
-    config = dataclasses.replace(config or se.SIZES[runtime.profile()], task=task)
+    # -- data access: every call into the experiment is here (to re-point at the grid runner)
+    live_profile = runtime.profile()
+    grid_prof = grid_profile or live_profile
+    config = dataclasses.replace(config or se.SIZES[live_profile], task=task)
     grid_config = config if grid_profile is None else dataclasses.replace(se.SIZES[grid_profile], task=task)
+    methods, style, resolve = se.METHODS, se.METHOD_STYLE, functools.partial(se.resolve_labels, task)
+
+    def grid_summary():
+        rows = se.cached_rows(task, pretrained_path, grid_config, results_dir=results_dir, profile=grid_profile)
+        return se.summarize(rows)
+
+    def train_live(method, n_labels, seed_, callback):
+        return se.run_point(task, n_labels, method, seed_, pretrained_path, config, results_dir=results_dir,
+                            progress=False, callbacks=[callback])
+
+    def plot_grid(summary, ax):
+        se.plot_curves(summary, task, ax=ax)
+
+    # -- the panel
     counts = list(dict.fromkeys([*grid_config.label_counts, *config.label_counts]))
-    counts.sort(key=lambda n: se.resolve_labels(task, n))
+    counts.sort(key=resolve)
     labels = w.SelectionSlider(options=[(str(n), n) for n in counts], value=100 if 100 in counts else counts[0],
                                description="labels")
-    boxes = {m: w.Checkbox(value=True, description=se.METHOD_STYLE[m]["label"].split(" (")[0], indent=False)
-             for m in se.METHODS}
-    seed = w.BoundedIntText(value=max(config.seeds) + 1, min=0, max=99, description="seed", layout=w.Layout(width="160px"))
+    boxes = {m: w.Checkbox(value=True, description=style[m]["label"].split(" (")[0], indent=False,
+                           layout=w.Layout(width="auto", margin="0 16px 0 0")) for m in methods}
+    seed = w.BoundedIntText(value=max(config.seeds) + 1, min=0, max=99, description="seed",
+                            layout=w.Layout(width="160px"))
     train = w.Button(description="train this point", icon="play", button_style="primary")
-    plot_out, live_out = w.Output(), w.Output()
-    live: list[dict] = []  # points trained in this session
+    panel = Panel([w.HBox([labels, seed, train]), w.HBox(list(boxes.values()))], progress=True, text_height="120px")
+    grid = grid_summary()  # the shipped grid does not change while the panel is open: read it once
+    live: list[dict] = []  # points trained in this panel, at the live profile's sizes: never mixed into `grid`
+    panel.progress(0, 1, f"'train this point' trains at {live_profile} sizes; it is shown apart from the "
+                         f"{grid_prof} grid")
 
-    def draw(*_):
-        def show():
-            rows = {(r["method"], r["n_labels"], r["seed"]): r
-                    for r in se.cached_rows(task, pretrained_path, grid_config, results_dir=results_dir,
-                                            profile=grid_profile) + live}
-            chosen = [m for m, b in boxes.items() if b.value]
-            summary = [r for r in se.summarize(list(rows.values())) if r["method"] in chosen]
-            if not summary:
-                print("no cached points for these methods yet: press 'train this point'")
-                return
-            n = se.resolve_labels(task, labels.value)
-            for r in summary:
-                if r["n_labels"] == n:
-                    print(f"{r['method']:18s} at {n:>5,} labels: error {r['error']:.1%} ± {r['error_std']:.1%} "
-                          f"({r['seeds']} seed{'s' * (r['seeds'] > 1)})")
-            ax = se.plot_curves(summary, task, points=[p for p in live if p["method"] in chosen])
-            ax.axvline(n, color="k", lw=0.8, ls=":")
-            plt.show()
-        _safe(plot_out, show)
+    def draw():
+        chosen = [m for m, b in boxes.items() if b.value]
+        n = resolve(labels.value)
+        summary = [r for r in grid if r["method"] in chosen]
+        points = [p for p in live if p["method"] in chosen]
+        lines = [f"{r['method']:18s} at {n:>5,} labels: error {r['error']:.1%} ± {r['error_std']:.1%} "
+                 f"({r['seeds']} seed{'s' * (r['seeds'] > 1)}, cached {grid_prof} grid)"
+                 for r in summary if r["n_labels"] == n]
+        lines += [f"{p['method']:18s} at {p['n_labels']:>5,} labels: error {p['error']:.1%} "
+                  f"(seed {p['seed']}, trained here at {live_profile} sizes, not in the mean)" for p in points]
+        panel.say(*(lines or [f"no cached {grid_prof} points for these methods: press 'train this point'"]))
+        fig, (ax, curves) = figure(10, 3.8, ncols=2)
+        plot_grid(summary, ax)
+        for p in points:
+            ax.scatter([p["n_labels"]], [p["error"] * 100], s=90, facecolors="none", linewidths=2,
+                       edgecolors=style[p["method"]]["color"], zorder=5,
+                       label=f"{p['method']}, seed {p['seed']} (trained here, {live_profile})")
+            curves.plot([c["epoch"] for c in p["curve"]], [c["train_loss"] for c in p["curve"]], marker="o",
+                        color=style[p["method"]]["color"], label=f"{p['method']} n={p['n_labels']} s{p['seed']}")
+        ax.axvline(n, color="k", lw=0.8, ls=":")
+        ax.set_title(f"{task}: error vs labels (lines: {grid_prof} grid; rings: trained here)", fontsize=9)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+        curves.set(xlabel="epoch", ylabel="training loss")
+        curves.set_title(f"learning curves of the points trained here ({live_profile} sizes)", fontsize=9)
+        if points:
+            curves.legend(fontsize=7)
+        else:
+            curves.text(0.5, 0.5, "press 'train this point'", ha="center", va="center", transform=curves.transAxes)
+        panel.show(fig)
 
     def train_point():
-        def run():
-            chosen = [m for m, b in boxes.items() if b.value]
-            if not chosen:
-                print("tick at least one method")
-                return
-            fig, ax = plt.subplots(figsize=(5, 3))
-            for method in chosen:
-                print(f"training {method} on {labels.value} labels, seed {seed.value} …")
-                row = se.run_point(task, labels.value, method, seed.value, pretrained_path, config,
-                                   results_dir=results_dir, progress=True)
-                live.append(row)
-                epochs = [c["epoch"] for c in row["curve"]]
-                ax.plot(epochs, [c["train_loss"] for c in row["curve"]], marker="o",
-                        color=se.METHOD_STYLE[method]["color"], label=method)
-                print(f"{method}: test error {row['error']:.1%} ({row['seconds']:.0f} s)")
-            ax.set(xlabel="epoch", ylabel="training loss", title="learning curves of this point")
-            ax.legend(fontsize=8)
-            plt.show()
-        _safe(live_out, run)
-        draw()
+        chosen = [m for m, b in boxes.items() if b.value]
+        if not chosen:
+            panel.say("tick at least one method")
+            return
+        n_labels, seed_ = labels.value, seed.value
+        for i, method in enumerate(chosen):
+            what = f"{method} ({i + 1}/{len(chosen)}), {n_labels} labels, seed {seed_}"
+            lm_stage = "fine-tuning the LM on the task's text first (stage b; cached after) then " \
+                if style[method]["label"].startswith("ULMFiT, semi") else ""
+            panel.progress(i, len(chosen), f"{what}: {lm_stage}training …")
+            row = train_live(method, n_labels, seed_, _training_callback(panel, i, len(chosen), what,
+                                                                         config.clf_epochs))
+            live[:] = [p for p in live if (p["method"], p["n_labels"], p["seed"]) != (method, row["n_labels"], seed_)]
+            live.append(row)
+            panel.progress(i + 1, len(chosen), f"{what}: test error {row['error']:.1%} ({row['seconds']:.0f} s)")
+            draw()
+        panel.progress(1, 1, f"done: {len(chosen)} point{'s' * (len(chosen) > 1)} trained at {live_profile} sizes")
 
-    labels.observe(draw, names="value")
+    labels.observe(panel.update(draw), names="value")
     for b in boxes.values():
-        b.observe(draw, names="value")
-    train.on_click(_one_at_a_time(train, train_point))
-    draw()
-    return w.VBox([w.HBox([labels, seed, train]), w.HBox(list(boxes.values())), plot_out, live_out])
+        b.observe(panel.update(draw), names="value")
+    train.on_click(panel.click(train, train_point))
+    panel.update(draw)()
+    return panel.box
 
 
 # -- chapter 03: ELMo -----------------------------------------------------------------------------
@@ -256,81 +434,150 @@ def contextual_explorer(model, static=None, word: str = "bank", sentences: Seque
     word's vectors in those sentences, per biLM layer and for static vectors, with sense-grouping scores."""
     from minilib.experiments import contextual
 
+    # -- data access
+    def similarity(text_value, word_value):
+        query, toks, positions, labels = contextual.parse_sentences(text_value, word_value)
+        vectors = contextual.word_vectors(model, toks, positions, static)
+        return query, labels, {name: contextual.cosine_matrix(v) for name, v in vectors.items()}
+
+    def grouping(matrix, labels):
+        return contextual.sense_grouping(matrix, labels)
+
+    def plot(matrices, labels, query, axes):
+        contextual.plot_similarity(matrices, labels, word=query, axes=axes)
+
     if sentences is None:
         sentences = [f"{sense} | {s}" for sense, s in contextual.EXAMPLES.get(word, contextual.EXAMPLES["bank"])]
     box = w.Text(value=word, description="word", continuous_update=False, layout=w.Layout(width="220px"))
     text = w.Textarea(value="\n".join(sentences), description="sentences", continuous_update=False,
-                      layout=w.Layout(width="720px", height="170px"))
-    out = w.Output()
+                      layout=w.Layout(width="720px", height="150px"))
+    panel = Panel([box, text], text_height="60px")
 
-    def show(*_):
-        def draw():
-            query, toks, positions, labels = contextual.parse_sentences(text.value, box.value)
-            vectors = contextual.word_vectors(model, toks, positions, static)
-            matrices = {name: contextual.cosine_matrix(v) for name, v in vectors.items()}
-            if static is not None and "static" not in matrices:
-                print(f"(the static vectors do not know {query!r}: no static panel)")
-            if all(labels) and len(set(labels)) > 1:
-                print("sense grouping (within − across): " + ", ".join(
-                    f"{name} {contextual.sense_grouping(m, labels):+.3f}" for name, m in matrices.items()))
-            contextual.plot_similarity(matrices, labels, word=query)
-            plt.show()
-        _safe(out, draw)
+    def draw():
+        query, labels, matrices = similarity(text.value, box.value)
+        lines = []
+        if static is not None and "static" not in matrices:
+            lines.append(f"(the static vectors do not know {query!r}: no static panel)")
+        if all(labels) and len(set(labels)) > 1:
+            lines.append("sense grouping (within − across): " + ", ".join(
+                f"{name} {grouping(m, labels):+.3f}" for name, m in matrices.items()))
+        panel.say(*(lines or [f"{query!r} in {len(labels)} sentences"]))
+        fig, axes = figure(2.6 * len(matrices) + 1.0, 3.3, ncols=len(matrices))
+        plot(matrices, labels, query, [axes] if len(matrices) == 1 else axes)
+        panel.show(fig)
 
-    box.observe(show, names="value")
-    text.observe(show, names="value")
-    show()
-    return w.VBox([box, text, out])
+    box.observe(panel.update(draw), names="value")
+    text.observe(panel.update(draw), names="value")
+    panel.update(draw)()
+    return panel.box
 
 
 def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: str | None = None) -> w.VBox:
     """Chapter 03: RT sentiment from static vectors vs ELMo features. A label-count slider shows the cached
-    points' learning curves (of `grid_profile`, default the current profile) at once; "train this point"
-    trains both arms at that count and the chosen seed, live. Clicks while training are ignored."""
+    points (of `grid_profile`, default the current profile) at once: accuracy vs labels per arm, and the
+    per-epoch curves at that count. "train this point" trains every arm at that count and the chosen seed,
+    live at the current profile's sizes, with a progress bar; it is shown apart from the grid (rings and
+    its own lines, labelled with its profile). Clicks while training are ignored."""
+    import numpy as np
+
     from minilib import runtime
     from minilib.experiments import elmo_downstream as ed
 
-    prof = runtime.profile()
-    config = config or ed.SIZES[prof]
+    # -- data access: every call into the experiment is here (to re-point at the grid runner)
+    live_profile = runtime.profile()
+    grid_prof = grid_profile or live_profile
+    config = config or ed.SIZES[live_profile]
     grid_config = ed.SIZES[grid_profile] if grid_profile else config
     results_dir = results_dir or ed.RESULTS_DIR
-    counts = list(dict.fromkeys([*grid_config.label_counts, *config.label_counts]))
+    arms, kinds, colors, linestyle = ed.ARMS, ed.KINDS, ed.ARM_COLORS, ed.arm_linestyle
+
+    def grid_rows():
+        return [r for n in grid_config.label_counts for arm in arms for s in grid_config.seeds
+                if (r := ed.cached_point(arm, n, s, elmo_path, grid_config, results_dir, profile=grid_prof))]
+
+    def prepare_features(kind, split, log):
+        ed.features(kind, elmo_path, split, log=log)
+
+    def train_live(arm, n_labels, seed_):
+        return ed.run_point(arm, n_labels, seed_, elmo_path, config, results_dir=results_dir, log=lambda *_: None)
+
+    def summarize(rows):
+        return ed.summarize(rows)
+
+    def plot_epochs(rows, ax):
+        ed.plot_curves(rows, ax=ax)
+
+    # -- the panel
+    counts = sorted(dict.fromkeys([*grid_config.label_counts, *config.label_counts]),
+                    key=lambda n: float("inf") if n == ed.ALL else n)
     labels = w.SelectionSlider(options=[(str(n), n) for n in counts], value=100 if 100 in counts else counts[0],
                                description="labels")
     seed = w.BoundedIntText(value=0, min=0, max=99, description="seed", layout=w.Layout(width="160px"))
     train = w.Button(description="train this point", icon="play", button_style="primary")
-    plot_out, live_out = w.Output(), w.Output()
+    panel = Panel([w.HBox([labels, seed, train])], progress=True, text_height="150px")
+    grid = grid_rows()  # the shipped grid does not change while the panel is open: read it once
+    live: list[dict] = []  # points trained in this panel (live profile's sizes): never mixed into `grid`
+    panel.progress(0, 1, f"'train this point' trains all {len(arms)} arms at {live_profile} sizes, "
+                         f"shown apart from the {grid_prof} grid")
 
-    def draw(*_):
-        def show():
-            rows = [r for arm in ed.ARMS for s in grid_config.seeds
-                    if (r := ed.cached_point(arm, labels.value, s, elmo_path, grid_config, results_dir,
-                                             profile=grid_profile or prof))]
-            if not rows:
-                print(f"no cached points at {labels.value} labels yet: press 'train this point'")
-                return
-            for r in ed.summarize(rows):
-                print(f"{r['arm']:16s} at {r['n_labels']:>5,} labels: accuracy {r['accuracy']:.1%} "
-                      f"± {r['accuracy_std']:.1%} ({r['seeds']} seed{'s' * (r['seeds'] > 1)})")
-            ax = ed.plot_curves(rows)
-            ax.set_title(f"RT sentiment, {labels.value} labels: test accuracy per epoch", fontsize=9)
-            plt.show()
-        _safe(plot_out, show)
+    def draw():
+        at_n = [r for r in grid if str(r["n_labels"]) == str(labels.value)
+                or (labels.value == ed.ALL and r["n_labels"] == max(g["n_labels"] for g in grid))]
+        summary = summarize(grid)
+        n = at_n[0]["n_labels"] if at_n else None
+        lines = [f"{r['arm']:16s} at {r['n_labels']:>5,} labels: accuracy {r['accuracy']:.1%} ± "
+                 f"{r['accuracy_std']:.1%} ({r['seeds']} seed{'s' * (r['seeds'] > 1)}, cached {grid_prof} grid)"
+                 for r in summarize(at_n)]
+        lines += [f"{p['arm']:16s} at {p['n_labels']:>5,} labels: accuracy {p['accuracy']:.1%} "
+                  f"(seed {p['seed']}, trained here at {live_profile} sizes, not in the mean)" for p in live]
+        panel.say(*(lines or [f"no cached {grid_prof} points at {labels.value} labels: press 'train this point'"]))
+        fig, (ax, epochs) = figure(10, 3.8, ncols=2)
+        for arm in arms:
+            rows = sorted((r for r in summary if r["arm"] == arm), key=lambda r: r["n_labels"])
+            if rows:
+                x = np.array([r["n_labels"] for r in rows])
+                acc, std = (np.array([r[k] for r in rows]) * 100 for k in ("accuracy", "accuracy_std"))
+                ax.plot(x, acc, marker="o", ms=3, color=colors[arm], ls=linestyle(arm), label=arm)
+                ax.fill_between(x, acc - std, acc + std, color=colors[arm], alpha=0.12)
+        for p in live:
+            ax.scatter([p["n_labels"]], [100 * p["accuracy"]], s=80, facecolors="none", linewidths=2,
+                       edgecolors=colors[p["arm"]], zorder=5)
+        if live:
+            ax.scatter([], [], s=80, facecolors="none", edgecolors="k", label=f"trained here ({live_profile})")
+        if n is not None:
+            ax.axvline(n, color="k", lw=0.8, ls=":")
+        ax.set(xscale="log", xlabel="labelled sentences (log scale)", ylabel="test accuracy (%)")
+        ax.set_title(f"RT sentiment: {grid_prof} grid, mean ± std over seeds", fontsize=9)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+        if at_n:
+            plot_epochs(at_n, epochs)
+            epochs.set_title(f"{labels.value} labels: test accuracy per epoch ({grid_prof} grid)", fontsize=9)
+            epochs.legend(fontsize=6, ncol=2)
+        else:
+            epochs.text(0.5, 0.5, f"no cached points at {labels.value} labels", ha="center", va="center",
+                        transform=epochs.transAxes)
+        panel.show(fig)
 
     def train_point():
-        def run():
-            rows = []
-            for arm in ed.ARMS:
-                print(f"training {arm} on {labels.value} labels, seed {seed.value} …")
-                rows.append(ed.run_point(arm, labels.value, seed.value, elmo_path, config,
-                                         results_dir=results_dir))
-                print(f"{arm}: test accuracy {rows[-1]['accuracy']:.1%} ({rows[-1]['seconds']:.1f} s)")
-            ed.plot_curves(rows).set_title("this point: test accuracy per epoch", fontsize=9)
-            plt.show()
-        _safe(live_out, run)
+        n_labels, seed_ = labels.value, seed.value
+        needed = [(k, s) for k in kinds if any(k in arm.split("+") for arm in arms) for s in ("train", "test")]
+        total = len(needed) + len(arms)
+        for i, (kind, split) in enumerate(needed):
+            panel.progress(i, total, f"features: {kind} vectors of RT {split} (computed once, then cached; "
+                                     f"the first time takes a minute or more) …")
+            prepare_features(kind, split, log=lambda *_: None)
+        for j, arm in enumerate(arms):
+            panel.progress(len(needed) + j, total, f"training {arm} ({j + 1}/{len(arms)}) on {n_labels} labels, "
+                                                   f"seed {seed_}: choosing L2 by CV, then the head …")
+            row = train_live(arm, n_labels, seed_)
+            live[:] = [p for p in live if (p["arm"], p["n_labels"], p["seed"]) != (arm, row["n_labels"], seed_)]
+            live.append(row)
+        panel.progress(total, total, f"done: {len(arms)} arms at {n_labels} labels, seed {seed_}, "
+                                     f"trained at {live_profile} sizes")
         draw()
 
-    labels.observe(draw, names="value")
-    train.on_click(_one_at_a_time(train, train_point))
-    draw()
-    return w.VBox([w.HBox([labels, seed, train]), plot_out, live_out])
+    labels.observe(panel.update(draw), names="value")
+    train.on_click(panel.click(train, train_point))
+    panel.update(draw)()
+    return panel.box

@@ -1,14 +1,67 @@
-"""Plots and widgets: the shared lesson panels must draw, fit Zipf's law and never raise."""
+"""Plots and widgets: the shared lesson panels must draw, fit Zipf's law and never raise.
+
+Every panel draws a plot one way: a PNG set on an ipywidgets.Image. These tests
+decode that PNG after each interaction and fail if it is blank; the browser
+tests (tests/browser/) do the same in JupyterLab.
+"""
+import io
+import time
+
 import matplotlib
 
 matplotlib.use("Agg")
 
+import ipywidgets as w
 import numpy as np
 import pytest
+import torch
+from PIL import Image
 
 from minilib import story, viz, widgets
 
 
+# -- helpers: find a panel's parts, decode its plot ---------------------------------------------
+def parts(box, cls, description=None):
+    """Every widget of type `cls` (and `description`) inside `box`, in reading order."""
+    found = [box] if isinstance(box, cls) and description in (None, getattr(box, "description", None)) else []
+    for child in getattr(box, "children", ()):
+        found += parts(child, cls, description)
+    return found
+
+
+def part(box, cls, description=None):
+    found = parts(box, cls, description)
+    assert len(found) == 1, f"{len(found)} {cls.__name__} widgets named {description!r}"
+    return found[0]
+
+
+def text(box) -> str:
+    """The panel's text area, as a person reads it."""
+    import html
+    import re
+
+    return html.unescape(re.sub("<[^>]+>", "", parts(box, w.HTML)[0].value))
+
+
+def plot_pixels(box) -> np.ndarray:
+    """The panel's plot decoded; fails unless it is a real, non-blank PNG no taller than the limit."""
+    data = part(box, w.Image).value
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "the plot is not a PNG"
+    assert len(data) > 8_000, f"a {len(data)}-byte PNG is a blank plot"
+    img = np.asarray(Image.open(io.BytesIO(data)).convert("L"), dtype=np.float64)
+    assert img.shape[0] <= widgets.MAX_PLOT_HEIGHT_PX, f"plot {img.shape[0]} px tall"
+    ink = (img < 200).mean()  # share of pixels that are not (near-)white
+    assert img.std() > 10 and ink > 0.01, f"near-uniform plot (std {img.std():.1f}, ink {ink:.3f})"
+    return img
+
+
+def assert_fits(box):
+    assert box.layout.max_height == widgets.MAX_HEIGHT
+    for html_part in parts(box, w.HTML):
+        assert html_part.layout.max_height is None or html_part.layout.max_height.endswith("px")
+
+
+# -- viz --------------------------------------------------------------------------------------------
 def test_timeline_draws_every_milestone():
     ax = viz.timeline()
     labels = [t.get_text() for t in ax.texts]
@@ -33,24 +86,96 @@ def test_rank_frequency_sorts_counts():
     assert list(viz.rank_frequency("a b a c a b".split())) == [3, 2, 1]
 
 
-def test_corpus_explorer_shows_errors_as_a_line(capsys):
+def test_bars_format_their_values():
+    _, ax = widgets.figure(4, 2)
+    viz.bars(["a", "b"], [0.5, 0.25], ax=ax, fmt=".2f")
+    assert [t.get_text() for t in ax.texts] == [" 0.50", " 0.25"]
+
+
+# -- the one way to draw and the guard ------------------------------------------------------------
+def test_png_of_a_figure_is_a_valid_picture_and_leaves_pyplot_alone():
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    fig, ax = widgets.figure(3, 2)
+    ax.plot([0, 1], [0, 1])
+    data = widgets.png(fig)
+    assert data[:4] == b"\x89PNG" and Image.open(io.BytesIO(data)).size == (300, 200)
+    assert plt.get_fignums() == before  # nothing left for the inline backend to flush
+
+
+def test_click_guard_drops_a_double_click_and_a_click_while_running(monkeypatch):
+    button = w.Button()
+    panel = widgets.Panel([button], plot=False)
+    calls = []
+
+    def fn():
+        calls.append(button.disabled)
+        button.click()  # a click while running (e.g. re-entered): dropped
+
+    button.on_click(panel.click(button, fn))
+    button.click()
+    button.click()  # the second click of a double-click, handled right after the first
+    assert calls == [True] and not button.disabled
+    monkeypatch.setattr(widgets, "DOUBLE_CLICK_S", 0.0)
+    button.click()  # a later, deliberate click runs
+    assert calls == [True, True]
+
+
+def test_update_asked_while_running_runs_once_afterwards():
+    slider = w.IntSlider()
+    panel = widgets.Panel([slider], plot=False)
+    seen = []
+
+    def fn():
+        seen.append(slider.value)
+        if slider.value == 1:
+            slider.value = 2  # observed while this update runs: queued,
+            slider.value = 3  # and only the latest request is run, after this one
+
+    slider.observe(panel.update(fn), names="value")
+    slider.value = 1
+    assert seen == [1, 3]
+
+
+def test_an_error_is_one_line_in_the_panel():
+    button = w.Button()
+    panel = widgets.Panel([button], plot=False)
+
+    def boom():
+        raise FileNotFoundError("cache is empty")
+
+    button.on_click(panel.click(button, boom))
+    button.click()
+    assert text(panel.box).strip() == "⚠ FileNotFoundError: cache is empty"
+    assert not button.disabled
+
+
+# -- chapter 00 ----------------------------------------------------------------------------------
+def test_corpus_explorer_redraws_a_real_plot_and_shows_errors_as_a_line():
     zipfian = [f"w{r}" for r in range(1, 300) for _ in range(3000 // r)]
+    loads = []
 
     def load(name):
+        loads.append(name)
         if name == "broken":
             raise FileNotFoundError("cache is empty")
         return zipfian
 
-    panel = widgets.corpus_explorer(load, ["ok", "broken"])
-    picker = panel.children[0].children[0]
-    capsys.readouterr()
-    picker.value = "broken"  # must not raise (outside a kernel, Output prints to stdout)
-    assert "FileNotFoundError: cache is empty" in capsys.readouterr().out
-    picker.value = "ok"
-    shown = capsys.readouterr().out
-    assert "distinct words" in shown and "⚠" not in shown
+    panel = widgets.corpus_explorer(load, ["ok", "broken", "again"])
+    assert_fits(panel)
+    plot_pixels(panel)
+    picker = part(panel, w.Dropdown)
+    picker.value = "broken"  # must not raise
+    assert "FileNotFoundError: cache is empty" in text(panel)
+    for name in ["again", "ok"] * 5:
+        picker.value = name
+        assert "distinct words" in text(panel) and "⚠" not in text(panel)
+        plot_pixels(panel)
+    assert loads.count("ok") == 1  # cached: a second visit does not reload
 
 
+# -- chapter 01 ----------------------------------------------------------------------------------
 def _toy_vectors():
     from minilib.eval.similarity import WordVectors
 
@@ -71,40 +196,159 @@ def test_check_word_messages():
         widgets.check_word(vectors, "kingg", "toy")
 
 
-def test_analogy_explorer_answers_and_refuses_repeats(capsys):
-    panel = widgets.analogy_explorer({"toy": _toy_vectors()}, "man", "king", "woman", topn=1)
-    assert "1. queen" in capsys.readouterr().out
-    a_box = panel.children[0].children[0]
+def test_analogy_explorer_answers_plots_and_refuses_repeats():
+    panel = widgets.analogy_explorer({"toy": _toy_vectors()}, "man", "king", "woman", topn=2)
+    assert "1. queen" in text(panel)
+    plot_pixels(panel)
+    a_box = parts(panel, w.Text)[0]
     a_box.value = "king"  # a == b: a clear line, no traceback
-    assert "three different words" in capsys.readouterr().out
+    assert "three different words" in text(panel)
     a_box.value = "pear"
-    assert "not in the vocabulary" in capsys.readouterr().out
+    assert "not in the vocabulary" in text(panel)
+    a_box.value = "man"
+    assert "1. queen" in text(panel)
+    plot_pixels(panel)
 
 
-def test_neighbours_explorer_handles_unknown_and_empty(capsys):
-    panel = widgets.neighbours_explorer({"toy": _toy_vectors()}, word="king", topn=2)
-    assert "nearest to 'king'" in capsys.readouterr().out
-    box = panel.children[0].children[0]
+def test_neighbours_explorer_handles_unknown_and_empty():
+    panel = widgets.neighbours_explorer({"toy": _toy_vectors(), "toy2": _toy_vectors()}, word="king", topn=3)
+    assert "nearest to 'king'" in text(panel)
+    first = plot_pixels(panel)
+    box = part(panel, w.Text)
     box.value = ""
-    assert "type a word" in capsys.readouterr().out
+    assert "type a word" in text(panel)
     box.value = "zebra"
-    assert "not in the vocabulary" in capsys.readouterr().out
+    assert "not in the vocabulary" in text(panel)
+    box.value = "apple"
+    assert "nearest to 'apple'" in text(panel)
+    assert plot_pixels(panel).shape == first.shape and not np.array_equal(plot_pixels(panel), first)
 
 
-def test_generation_explorer_samples_and_explains_an_empty_prompt(capsys):
-    import torch
-
+# -- chapter 02 ----------------------------------------------------------------------------------
+def test_generation_explorer_samples_plots_and_explains_an_empty_prompt():
     from minilib.data import Vocab
     from minilib.models.bigram import BigramLM
 
     torch.manual_seed(0)
     vocab = Vocab.build([["the", "cat", "sat", "on", "the", "mat"]])
     panel = widgets.generation_explorer({"bigram": BigramLM(len(vocab), 8)}, vocab, prompt="the cat", n_words=5)
-    first = capsys.readouterr().out.split("\r")[-1]  # after the Output widget's clear codes
+    first = text(panel).strip()
     assert first.startswith("the cat") and len(first.split()) == 7
-    box = panel.children[0].children[0]
+    plot_pixels(panel)
+    for slider in parts(panel, w.FloatSlider) + parts(panel, w.IntSlider):
+        assert slider.style.description_width == "initial"  # "temperature", not "temperat…"
+    box = parts(panel, w.Text)[0]
     box.value = "   "
-    assert "has no words" in capsys.readouterr().out
+    assert "has no words" in text(panel)
     box.value = "the"
-    panel.children[1].children[2].click()  # sample again: a new seed, still no traceback
-    assert "⚠" not in capsys.readouterr().out
+    widgets_again = part(panel, w.Button)
+    widgets_again.click()  # sample again: a new seed, still no traceback
+    assert "⚠" not in text(panel)
+    part(panel, w.FloatSlider).value = 0.0  # greedy: the plot has one bar of probability 1
+    plot_pixels(panel)
+
+
+# -- chapter 03 ----------------------------------------------------------------------------------
+def test_contextual_explorer_redraws_heat_maps_after_edits(monkeypatch):
+    from minilib.experiments import contextual
+
+    def fake_vectors(model, sentences, positions, static=None):
+        g = torch.Generator().manual_seed(len(sentences))
+        return {f"layer {k}": torch.randn(len(sentences), 8, generator=g) for k in range(3)}
+
+    monkeypatch.setattr(contextual, "word_vectors", fake_vectors)
+    sentences = ["a | the bank of the river", "a | a muddy bank", "b | the bank lent money", "b | a bank loan"]
+    panel = widgets.contextual_explorer(model=None, word="bank", sentences=sentences)
+    assert_fits(panel)
+    assert "sense grouping" in text(panel)
+    plot_pixels(panel)
+    area = part(panel, w.Textarea)
+    area.value += "\nc | one more bank"
+    plot_pixels(panel)
+    area.value = "no such word here\nnor here"
+    assert "does not contain 'bank'" in text(panel)
+
+
+def _fake_learner(steps):
+    class L:
+        step, total_steps = 0, steps
+    return L()
+
+
+def test_sample_efficiency_explorer_keeps_a_live_point_apart_from_the_grid(monkeypatch):
+    from minilib.experiments import sample_efficiency as se
+
+    grid = [{"task": "rt", "method": m, "n_labels": n, "seed": s, "error": 0.3 + 0.01 * s}
+            for m in se.METHODS for n in (20, 40, 100) for s in (0, 1, 2)]
+    trained, bar_values = [], []
+
+    def fake_run_point(task, n_labels, method, seed, pretrained_path, config, *, callbacks=(), **_):
+        trained.append((method, n_labels, seed))
+        learner = _fake_learner(steps=4)
+        for _ in range(config.clf_epochs * 4):
+            learner.step += 1
+            time.sleep(0.001)
+            for cb in callbacks:
+                cb.last = 0.0  # no throttling in the test
+                cb.after_step(learner)
+            bar_values.append(bar.value)
+        return {"task": task, "method": method, "n_labels": int(n_labels), "seed": seed, "error": 0.9,
+                "seconds": 1.0, "curve": [{"epoch": 1, "train_loss": 0.7}, {"epoch": 2, "train_loss": 0.5}]}
+
+    monkeypatch.setattr(se, "cached_rows", lambda *a, **k: grid)
+    monkeypatch.setattr(se, "run_point", fake_run_point)
+    monkeypatch.setattr(se, "resolve_labels", lambda task, n: 8000 if n == se.ALL else int(n))
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    panel = widgets.sample_efficiency_explorer("rt", "unused.pt", grid_profile="laptop")
+    assert_fits(panel)
+    bar = part(panel, w.IntProgress)
+    plot_pixels(panel)
+    assert "error 31.0% ± 0.8% (3 seeds, cached laptop grid)" in text(panel)
+    part(panel, w.BoundedIntText).value = 1  # the seed the old widget silently swapped into the laptop mean
+    train = part(panel, w.Button, "train this point")
+    train.click()
+    train.click()  # a double-click: the second click is dropped, nothing trains twice
+    assert trained == [(m, 100, 1) for m in se.METHODS]
+    shown = text(panel)
+    assert "error 31.0% ± 0.8% (3 seeds, cached laptop grid)" in shown  # the grid's mean is untouched
+    assert "error 90.0% (seed 1, trained here at smoke sizes, not in the mean)" in shown
+    assert bar_values == sorted(bar_values) and len(set(bar_values)) > 10  # the bar moved, forwards
+    assert bar.value == bar.max
+    plot_pixels(panel)
+    for box in parts(panel, w.Checkbox)[:2]:
+        box.value = False
+        plot_pixels(panel)
+
+
+def test_downstream_explorer_keeps_a_live_point_apart_and_reports_each_step(monkeypatch):
+    from minilib.experiments import elmo_downstream as ed
+
+    def row(arm, n, seed, acc):
+        return {"arm": arm, "n_labels": n, "seed": seed, "accuracy": acc, "seconds": 0.1,
+                "curve": [{"epoch": e, "test_accuracy": acc - 0.1 / e} for e in (1, 2, 3)]}
+
+    def fake_cached(arm, n, seed, *a, **k):
+        return row(arm, 8000 if n == ed.ALL else n, seed, 0.6 + 0.01 * seed)
+
+    steps, trained = [], []
+    monkeypatch.setattr(ed, "cached_point", fake_cached)
+    monkeypatch.setattr(ed, "features", lambda kind, path, split, log=print: steps.append((kind, split)))
+    monkeypatch.setattr(ed, "run_point", lambda arm, n, seed, *a, **k: trained.append(arm) or row(arm, n, seed, 0.9))
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    panel = widgets.downstream_explorer("unused.pt", grid_profile="laptop")
+    assert_fits(panel)
+    plot_pixels(panel)
+    slider = part(panel, w.SelectionSlider)
+    assert [v for _, v in slider.options] == [50, 100, 200, 300, 1000, 3000, ed.ALL]
+    for value in (300, ed.ALL, 100):
+        slider.value = value
+        plot_pixels(panel)
+    assert "accuracy 61.0% ± 1.0% (3 seeds, cached laptop grid)" in text(panel)
+    train = part(panel, w.Button, "train this point")
+    train.click()
+    train.click()
+    assert trained == list(ed.ARMS) and len(steps) == 2 * len(ed.KINDS)
+    assert "accuracy 61.0% ± 1.0% (3 seeds, cached laptop grid)" in text(panel)
+    assert "accuracy 90.0% (seed 0, trained here at smoke sizes, not in the mean)" in text(panel)
+    assert part(panel, w.IntProgress).value == 1000 and "done: 5 arms" in parts(panel, w.HTML)[1].value
+    plot_pixels(panel)
