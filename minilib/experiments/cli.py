@@ -21,6 +21,8 @@ EXPERIMENTS = {  # name -> (module, help)
                     "POS and word-sense probes of each ELMo layer vs static vectors (chapter 03, Peters et al. 2018 §5.3)"),
     "elmo-downstream": ("minilib.experiments.elmo_downstream",
                         "RT sentiment from static vectors vs ELMo features at a few labels (chapter 03)"),
+    "parallelism": ("minilib.experiments.parallelism",
+                    "LSTM vs Transformer: time per token by length, bits per byte at equal time (chapter 05)"),
 }
 
 
