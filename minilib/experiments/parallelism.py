@@ -191,16 +191,17 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_step(model, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Seconds for one forward + backward of `model` on (x, y) (gradients zeroed before)."""
+def time_step(model, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process over all its threads) for one forward + backward of
+    `model` on (x, y), gradients zeroed before. CPU / wall is how many cores the step kept busy."""
     device = x.device
     model.zero_grad(set_to_none=True)
     _sync(device)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     logits = logits_of(model, x)
     F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1)).backward()
     _sync(device)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c
 
 
 def time_per_token(models: dict, ids: np.ndarray, config: ParallelismConfig, device: torch.device,
@@ -221,12 +222,15 @@ def time_per_token(models: dict, ids: np.ndarray, config: ParallelismConfig, dev
         for m in models.values():
             time_step(m, x, y)
     times = {(name, T): [] for name in models for T in config.lengths}
+    cpu = {(name, T): [] for name in models for T in config.lengths}
     load = [os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")]
     for r in range(config.repeats):
         order = list(models) if r % 2 == 0 else list(models)[::-1]    # neither model always goes first
         for T, (x, y) in batches.items():
             for name in order:
-                times[name, T].append(time_step(models[name], x, y))
+                wall, cpu_s = time_step(models[name], x, y)
+                times[name, T].append(wall)
+                cpu[name, T].append(cpu_s)
         load.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
         log(f"timing repeat {r + 1}/{config.repeats}: " + " ".join(
             f"T={T} {times['lstm', T][-1] / times['transformer', T][-1]:.2f}x" for T in config.lengths))
@@ -237,9 +241,14 @@ def time_per_token(models: dict, ids: np.ndarray, config: ParallelismConfig, dev
                      "lstm_us_per_token": 1e6 * med["lstm"] / n,
                      "transformer_us_per_token": 1e6 * med["transformer"] / n,
                      "ratio": med["lstm"] / med["transformer"],
+                     # cores kept busy: CPU seconds / wall seconds (median over repetitions)
+                     "lstm_cores_busy": statistics.median(c / w for c, w in zip(cpu["lstm", T], times["lstm", T])),
+                     "transformer_cores_busy": statistics.median(
+                         c / w for c, w in zip(cpu["transformer", T], times["transformer", T])),
                      "lstm_sequential_steps": T * config.lstm_layers,
                      "transformer_sequential_steps": config.transformer_layers,
-                     "runs_s": {name: times[name, T] for name in models}})
+                     "runs_s": {name: times[name, T] for name in models},
+                     "cpu_runs_s": {name: cpu[name, T] for name in models}})
     return {"rows": rows, "tokens_per_step": n, "repeats": config.repeats,
             "load_average_1min": {"min": min(load), "max": max(load), "samples": load}}
 
@@ -262,12 +271,13 @@ def train_equal_time(models: dict, ids: dict, config: ParallelismConfig, device:
                   {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
         state[name] = {"opt": torch.optim.AdamW(groups, lr=lrs[name], betas=(0.9, 0.95)),
                        "rng": torch.Generator().manual_seed(config.seed),   # the same windows, in the same order
-                       "clock": 0.0, "steps": 0, "tokens": 0, "curve": []}
+                       "clock": 0.0, "cpu": 0.0, "steps": 0, "tokens": 0, "curve": []}
 
     def score(name):
         nats, count = total_nats(models[name], vx, vy)
         s = state[name]
-        s["curve"].append({"seconds": round(s["clock"], 2), "steps": s["steps"], "tokens": s["tokens"],
+        s["curve"].append({"seconds": round(s["clock"], 2), "cpu_seconds": round(s["cpu"], 2),
+                           "steps": s["steps"], "tokens": s["tokens"],
                            "valid_bpb": bits_per_byte(nats, ids["valid_bytes"]), "valid_nats_per_token": nats / count})
 
     def step(name):
@@ -280,7 +290,7 @@ def train_equal_time(models: dict, ids: dict, config: ParallelismConfig, device:
         for g in s["opt"].param_groups:
             g["lr"] = lrs[name] * mult
         _sync(device)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         logits = logits_of(m, batch[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch[:, 1:].reshape(-1))
         s["opt"].zero_grad(set_to_none=True)
@@ -289,6 +299,7 @@ def train_equal_time(models: dict, ids: dict, config: ParallelismConfig, device:
         s["opt"].step()
         _sync(device)
         s["clock"] += time.perf_counter() - t
+        s["cpu"] += time.process_time() - c
         s["steps"] += 1
         s["tokens"] += batch[:, :-1].numel()
 
@@ -381,10 +392,12 @@ def summary_line(result: dict, name: str = "parallelism") -> str:
 
 def timing_table(result: dict) -> str:
     """The time-per-token table as markdown."""
-    lines = ["| T | batch | LSTM µs/token | Transformer µs/token | LSTM / Transformer |", "|---|---|---|---|---|"]
+    lines = ["| T | batch | LSTM µs/token | Transformer µs/token | LSTM / Transformer | cores busy (LSTM, Transformer) |",
+             "|---|---|---|---|---|---|"]
     for r in result["timing"]["rows"]:
+        busy = (f"{r['lstm_cores_busy']:.2f}, {r['transformer_cores_busy']:.2f}" if "lstm_cores_busy" in r else "–")
         lines.append(f"| {r['length']} | {r['batch']} | {r['lstm_us_per_token']:.1f} | "
-                     f"{r['transformer_us_per_token']:.1f} | {r['ratio']:.2f} |")
+                     f"{r['transformer_us_per_token']:.1f} | {r['ratio']:.2f} | {busy} |")
     return "\n".join(lines)
 
 
