@@ -81,7 +81,8 @@ SIZES = {
                                context=32, batch_size=8, budget_s=2.0, slices=2, train_words=100_000,
                                valid_words=2_000, lr_transformer=3e-3, lr_lstm=1e-2),
     # laptop: d = 256 (the LSTM LM's laptop width), 5 min of training per model: ~17 min in all on a busy 2-core CPU
-    "laptop": ParallelismConfig(n_embd=256),
+    # (9 timing repeats: with 5, single runs on the shared machine ranged 0.74-1.55x around medians near 1)
+    "laptop": ParallelismConfig(n_embd=256, repeats=9),
     # full (one GPU): wider, longer, more tokens per step so the GPU is busy at every T
     "full": ParallelismConfig(n_embd=512, n_head=8, tokens_per_step=32_768, repeats=10, batch_size=64,
                               budget_s=600.0, slices=12, valid_words=None, train_words=None,
