@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from minilib.bench.awd_lstm import awd_lstm_arguments, bench_awd_lstm
+from minilib.bench.gpt import bench_gpt, gpt_arguments
 from minilib.bench.word2vec import bench_word2vec, word2vec_arguments
 
 
@@ -30,6 +31,8 @@ BENCHES: dict[str, Bench] = {
                       word2vec_arguments, bench_word2vec),
     "awd-lstm": Bench("AWD-LSTM training step (all regularisers on) vs a plain nn.LSTM LM of the same size: tok/s",
                       awd_lstm_arguments, bench_awd_lstm),
+    "gpt": Bench("minilib TransformerLM vs HF GPT2LMHeadModel (same config, weights, data, AdamW): tok/s, MFU",
+                 gpt_arguments, bench_gpt),
 }
 
 

@@ -8,16 +8,19 @@ One file, in the spirit of nanoGPT's model.py, that GPT and BERT build on:
     GPT-1 (Radford et al. 2018):  TransformerConfig(norm="post", positions="learned", causal=True)
     GPT-2 (Radford et al. 2019):  TransformerConfig(norm="pre", positions="learned", causal=True)
     BERT encoder (Devlin et al.): TransformerConfig(norm="post", causal=False) with an `attention_mask`
-                                  for padding and segment embeddings passed as `extra_embeddings`
+                                  for padding and segment embeddings passed to `hidden`
 
 Self-attention is `attention()` below, written out as the paper's equation (§3.2.1):
 softmax(QKᵀ/√d_k)V. `MultiHeadAttention` computes Q, K and V for every head with one fused
 projection and, on its fast path, calls `F.scaled_dot_product_attention` (the same function,
 computed by flash / memory-efficient kernels); `fast_attention=False` runs the written-out one.
+With targets, the LM head and its cross-entropy run chunk by chunk (`chunked_lm_loss`): the
+same loss and gradients without ever holding the (B, T, V) logits.
 
     >>> cfg = TransformerConfig(vocab_size=len(vocab), block_size=128, n_layer=4, n_head=4, n_embd=256)
     >>> model = TransformerLM(cfg)
-    >>> logits, loss = model(x, targets=y)          # x, y: (B, T) token ids, y = x shifted by one
+    >>> _, loss = model(x, targets=y)               # x, y: (B, T) token ids, y = x shifted by one
+    >>> logits, _ = model(x)                         # (B, T, V) next-token logits
     >>> opt = model.configure_optimizers(weight_decay=0.1, lr=3e-4, betas=(0.9, 0.95), device_type="cpu")
 """
 from __future__ import annotations
@@ -45,9 +48,10 @@ class TransformerConfig:
     causal: bool = True            # position t sees only positions ≤ t (a decoder / LM); False: an encoder (BERT)
     bias: bool = True              # biases in the Linear layers (the paper, GPT and BERT all have them)
     tie_weights: bool = True       # LM head weight = token embedding (Press & Wolf 2017; GPT-1, GPT-2, BERT)
-    scale_embeddings: bool = False  # multiply token embeddings by √d_model (paper §3.4; GPT does not)
-    gelu: str = "tanh"             # GELU's form: "tanh" approximation (GPT-1/2's code; one fused kernel) | "none" (exact)
+    scale_embeddings: bool = False  # token embeddings × √d_model (paper §3.4; GPT does not)
+    gelu: str = "tanh"             # GELU: "tanh" approximation (GPT-1/2's code, one fused kernel) | "none" (exact erf)
     fast_attention: bool = True    # F.scaled_dot_product_attention; False: the written-out `attention` below
+    chunked_loss: bool = True      # with targets: head + loss chunk by chunk (`chunked_lm_loss`); logits None
 
     def __post_init__(self):
         if self.n_embd % self.n_head:
@@ -57,6 +61,8 @@ class TransformerConfig:
             raise ValueError(f"positions={self.positions!r}: use 'learned' or 'sinusoidal'")
         if self.norm not in ("post", "pre"):
             raise ValueError(f"norm={self.norm!r}: use 'post' (2017 paper, GPT-1) or 'pre' (GPT-2)")
+        if self.gelu not in ("tanh", "none"):
+            raise ValueError(f"gelu={self.gelu!r}: use 'tanh' (GPT's approximation) or 'none' (exact)")
 
 
 # -- attention -----------------------------------------------------------------------------------------
@@ -183,6 +189,77 @@ class Block(nn.Module):
         return self.ln_2(x + self.dropout(self.mlp(x)))
 
 
+# -- the LM head and its loss, chunk by chunk ----------------------------------------------------------
+def _lm_loss_and_grads(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, chunk_size: int,
+                       grads: bool) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """Mean cross-entropy of the logits h @ weightᵀ against targets and, if `grads`, its gradients
+    with respect to h and weight, computed `chunk_size` rows at a time in one reused buffer.
+
+    h: (N, C), weight: (V, C), targets: (N,). For softmax + cross-entropy, d loss / d z = softmax(z)
+    - onehot(t) (per row, then / N), so the probabilities computed for the loss turn into the
+    gradient in place and feed the two backward GEMMs while the chunk is still in cache.
+    """
+    valid = targets != IGNORE_INDEX
+    t = targets.clamp(min=0)[:, None]                                      # ignored rows point at id 0, zeroed below
+    n = valid.sum().clamp(min=1)
+    total = h.new_zeros(())
+    grad_h = torch.empty_like(h) if grads else None
+    grad_w = torch.zeros_like(weight) if grads else None
+    buf = h.new_empty(min(chunk_size, len(h)), weight.size(0))            # (chunk, V)
+    for i in range(0, len(h), chunk_size):
+        rows = slice(i, i + chunk_size)
+        hc, tc, vc = h[rows], t[rows], valid[rows]
+        p = torch.mm(hc, weight.t(), out=buf[: len(hc)])                   # (n, V) logits z
+        z_t = p.gather(1, tc)                                               # (n, 1) the target's logit
+        m = p.amax(1, keepdim=True)
+        s = p.sub_(m).exp_().sum(1, keepdim=True)                          # p = exp(z - max z), s = its row sums
+        total += ((m + s.log() - z_t).squeeze(1) * vc).sum()               # -log softmax(z)_t = logsumexp(z) - z_t
+        if grads:
+            p.div_(s).scatter_add_(1, tc, torch.full_like(z_t, -1.0))       # softmax(z) - onehot(t)
+            if not vc.all():
+                p.index_fill_(0, (~vc).nonzero().squeeze(1), 0.0)          # ignored targets add no gradient
+            torch.mm(p, weight, out=grad_h[rows])                           # (n, C)
+            grad_w.addmm_(p.t(), hc)                                        # (V, C)
+    if grads:
+        grad_h.div_(n), grad_w.div_(n)
+    return total / n, grad_h, grad_w
+
+
+class _ChunkedLMLoss(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h, weight, targets, chunk_size):
+        loss, grad_h, grad_w = _lm_loss_and_grads(h, weight, targets, chunk_size, grads=True)
+        ctx.save_for_backward(grad_h, grad_w)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_loss):                                           # the gradients, already computed
+        grad_h, grad_w = ctx.saved_tensors
+        return grad_h * grad_loss, grad_w * grad_loss, None, None
+
+
+def chunked_lm_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                    chunk_size: int | None = None) -> torch.Tensor:
+    """F.cross_entropy(h @ weightᵀ, targets, ignore_index=IGNORE_INDEX), same value and gradients,
+    without the (B·T, V) logits: the LM head, softmax and its backward run chunk by chunk.
+
+    Why: with a vocabulary of thousands, the logits are the largest tensor of a small LM; the usual
+    path writes and re-reads them ~6 times (logits, log-softmax, its gradient, zeros for the NLL
+    gradient, ...). Here each chunk of logits becomes the loss and then its own gradient in place,
+    in cache. Always fp32 (logits and softmax under bf16 autocast lose the loss's precision).
+    h: (B, T, C) or (N, C); weight: (V, C), the LM head (tied: the token embedding); targets: (B, T) or (N,).
+    chunk_size: rows per chunk; default 256 on a CPU (the fastest of 64 to 2,048 on a 2-core CPU at
+    V = 8k, d = 128) and 4,096 on a GPU (larger GEMMs keep it busy; not measured here).
+    """
+    h, targets = h.reshape(-1, h.size(-1)), targets.reshape(-1)
+    chunk_size = chunk_size or (256 if h.device.type == "cpu" else 4096)
+    with torch.autocast(h.device.type, enabled=False):
+        h, weight = h.float(), weight.float()
+        if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
+            return _ChunkedLMLoss.apply(h, weight, targets, chunk_size)
+        return _lm_loss_and_grads(h, weight, targets, chunk_size, grads=False)[0]
+
+
 # -- the language model ------------------------------------------------------------------------------
 class TransformerLM(nn.Module):
     """Token ids (B, T) → next-token logits (B, T, V), and the loss when targets are given."""
@@ -236,13 +313,19 @@ class TransformerLM(nn.Module):
         return self.ln_f(x)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """idx: (B, T) ids; targets: (B, T) next ids (IGNORE_INDEX where there is none) → (logits, mean loss)."""
-        logits = self.head(self.hidden(idx, attention_mask))                  # (B, T, V)
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1),
-                                   ignore_index=IGNORE_INDEX)
+                attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """idx: (B, T) ids; targets: (B, T) next ids (IGNORE_INDEX where there is none) → (logits, mean loss).
+
+        With targets and `chunked_loss`, the loss comes from `chunked_lm_loss` and logits is None:
+        the (B, T, V) logits are never held at once (for V = 8k and 4k tokens, 128 MB per copy)."""
+        h = self.hidden(idx, attention_mask)                                  # (B, T, C)
+        if targets is None:
+            return self.head(h), None                                         # (B, T, V)
+        if self.cfg.chunked_loss:
+            return None, chunked_lm_loss(h, self.head.weight, targets)
+        logits = self.head(h)
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1),
+                               ignore_index=IGNORE_INDEX)
         return logits, loss
 
     def num_params(self, non_embedding: bool = True) -> int:
