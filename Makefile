@@ -18,7 +18,7 @@ STAMP       := $(VENV)/.installed
 # torch threads wait passively: spin-waiting stalls small ops on a busy machine (minilib/__init__.py)
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup data lab test test-unit test-lessons lessons book clean-data help
+.PHONY: setup data lab test test-unit test-lessons widget-test lessons book clean-data help
 help:
 	@sed -n '2,4p' Makefile
 
@@ -49,11 +49,23 @@ test-unit: setup
 test-lessons: data
 	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env lessons
 
+# Live widget tests: each lesson run under smoke in JupyterLab, every widget driven in headless
+# Chromium and each plot it shows checked (tests/browser). Debian's chromium, driven by Playwright
+# for Python; never Playwright's own browser download.
+CHROMIUM    ?= /usr/bin/chromium
+widget-test: data
+	@test -x $(CHROMIUM) || apt-get install -y chromium || \
+	  { echo "chromium is missing: run 'apt-get install -y chromium' as root (Debian)"; exit 2; }
+	@$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install --quiet playwright
+	CHROMIUM=$(CHROMIUM) $(SMOKE) $(BIN)/pytest -q -p no:cacheprovider tests/browser
+
 # Re-execute every lesson in place with the laptop profile (how committed outputs are made).
+# The widgets' state (their last picture included) is stored in each notebook, so a widget shows,
+# static, before the lesson is run and in the book.
 lessons: data
 	for nb in lessons/[0-9]*.ipynb; do \
 	  MINILIB_PROFILE=$${PROFILE:-laptop} $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	    --ExecutePreprocessor.timeout=1800 "$$nb" || exit 1; done
+	    --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.store_widget_state=True "$$nb" || exit 1; done
 
 book: data
 	$(PY) -m minilib data datasheet --out book/datasheet.md

@@ -93,7 +93,7 @@ def bars(labels: Sequence[str], values: Sequence[float], xlabel: str = "", title
     for yi, v in zip(y, values):
         ax.text(v, yi, f" {v:{fmt}}", va="center", fontsize=8)
     ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title)
     return ax
 
 

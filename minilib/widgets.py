@@ -239,6 +239,7 @@ def analogy_explorer(models: dict, a: str = "man", b: str = "king", c: str = "wo
         fig, ax = figure(5.5, 0.3 * len(answers) + 1.1)
         viz.bars([word for word, _ in answers], [cos for _, cos in answers], xlabel="cosine with b − a + c",
                  title=f"{words[0]} : {words[1]} :: {words[2]} : ?", ax=ax, fmt=".3f")
+        ax.title.set_fontsize(9)
         panel.show(fig)
 
     for widget in (*boxes, picker):
@@ -290,6 +291,7 @@ def generation_explorer(models: dict, vocab, prompt: str = "the president said",
         viz.bars(words, probs, xlabel="probability of the next word", ax=ax, fmt=".3f",
                  title=f"{picker.value} after “{' '.join(tokenize(box.value)[-6:])}”: "
                        f"T={temperature.value:.1f}, top-k={top_k.value or 'off'}")
+        ax.title.set_fontsize(9)
         panel.show(fig)
 
     def resample():
@@ -342,6 +344,9 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
     config = dataclasses.replace(config or se.SIZES[live_profile], task=task)
     grid_config = config if grid_profile is None else dataclasses.replace(se.SIZES[grid_profile], task=task)
     methods, style, resolve = se.METHODS, se.METHOD_STYLE, functools.partial(se.resolve_labels, task)
+
+    def tunes_the_lm(method):  # stage (b) first: slow the first time, cached after
+        return se.RECIPES[method].lm_fine_tuning
 
     def grid_summary():
         rows = se.cached_rows(task, pretrained_path, grid_config, results_dir=results_dir, profile=grid_profile)
@@ -409,8 +414,8 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
         n_labels, seed_ = labels.value, seed.value
         for i, method in enumerate(chosen):
             what = f"{method} ({i + 1}/{len(chosen)}), {n_labels} labels, seed {seed_}"
-            lm_stage = "fine-tuning the LM on the task's text first (stage b; cached after) then " \
-                if style[method]["label"].startswith("ULMFiT, semi") else ""
+            lm_stage = "fine-tuning the LM on the task's text first (stage b; cached after), then " \
+                if tunes_the_lm(method) else ""
             panel.progress(i, len(chosen), f"{what}: {lm_stage}training …")
             row = train_live(method, n_labels, seed_, _training_callback(panel, i, len(chosen), what,
                                                                          config.clf_epochs))
@@ -521,10 +526,10 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
                          f"shown apart from the {grid_prof} grid")
 
     def draw():
-        at_n = [r for r in grid if str(r["n_labels"]) == str(labels.value)
-                or (labels.value == ed.ALL and r["n_labels"] == max(g["n_labels"] for g in grid))]
+        # rows store the resolved count: "all" is the grid's largest
+        n = max((r["n_labels"] for r in grid), default=None) if labels.value == ed.ALL else labels.value
+        at_n = [r for r in grid if r["n_labels"] == n]
         summary = summarize(grid)
-        n = at_n[0]["n_labels"] if at_n else None
         lines = [f"{r['arm']:16s} at {r['n_labels']:>5,} labels: accuracy {r['accuracy']:.1%} ± "
                  f"{r['accuracy_std']:.1%} ({r['seeds']} seed{'s' * (r['seeds'] > 1)}, cached {grid_prof} grid)"
                  for r in summarize(at_n)]
@@ -544,7 +549,7 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
                        edgecolors=colors[p["arm"]], zorder=5)
         if live:
             ax.scatter([], [], s=80, facecolors="none", edgecolors="k", label=f"trained here ({live_profile})")
-        if n is not None:
+        if n is not None and at_n:
             ax.axvline(n, color="k", lw=0.8, ls=":")
         ax.set(xscale="log", xlabel="labelled sentences (log scale)", ylabel="test accuracy (%)")
         ax.set_title(f"RT sentiment: {grid_prof} grid, mean ± std over seeds", fontsize=9)

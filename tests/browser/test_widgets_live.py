@@ -1,0 +1,317 @@
+"""Every widget of every lesson, driven in JupyterLab in Chromium as a person would drive it.
+
+Each lesson is run top to bottom under smoke (conftest.py); then each widget is
+worked: sliders by keyboard, text typed and entered, dropdowns picked, check
+boxes ticked, buttons clicked and double-clicked, each interaction at least
+REPEAT times. After every interaction the test waits for the widget's plot to
+change, reads the PNG the page shows (the bytes behind each <img>, data: or
+blob: URL alike) and fails if it is blank: a tiny PNG, near-uniform pixels, or
+drawn as a strip a few pixels high. One test per widget, named after it: a new
+lesson's widget gets its own test here.
+
+Live training: "train this point" trains once for real (smoke sizes: seconds
+to a minute or two), then is clicked again REPEAT-1 times on the cached point
+(each click still redraws), then double-clicked, which must run the handler once.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+REPEAT = 10
+REDRAW_TIMEOUT_MS = 90_000
+TRAIN_TIMEOUT_MS = 600_000   # the first live point of chapter 03 computes RT features once (minutes)
+SETTLE_S = 0.8               # a redraw is finished when no plot has changed for this long
+
+
+# -- reading what the page shows --------------------------------------------------------------------
+def blank_reason(png: bytes, rendered_height: float) -> str | None:
+    """Why this plot counts as blank, or None if it is a real plot."""
+    from PIL import Image
+
+    if len(png) < 8_000:
+        return f"tiny PNG ({len(png):,} bytes)"
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=np.float64)
+    ink = (img < 200).mean()
+    if img.std() < 10 or ink < 0.01:
+        return f"near-uniform pixels (std {img.std():.1f}, ink {ink:.3f})"
+    if rendered_height < 60:
+        return f"drawn as a {rendered_height:.0f}-px strip"
+    return None
+
+
+_MARK = """(root) => { root.querySelectorAll('img').forEach(i => { i.dataset.before = i.src; });
+                        root.dataset.textBefore = root.innerText; }"""
+# each run of a button's handler disables the button once (counted from the attribute's changes)
+_COUNT_RUNS = """(b) => { if (window.__observer) window.__observer.disconnect(); window.__runs = 0;
+    window.__observer = new MutationObserver(ms => ms.forEach(m => {
+        if (m.oldValue === null && b.hasAttribute('disabled')) window.__runs++; }));
+    window.__observer.observe(b, {attributes: true, attributeFilter: ['disabled'], attributeOldValue: true}); }"""
+_ANSWERED = """([root, b]) => {
+    const plot = [...root.querySelectorAll('img')].some(i => i.dataset.before !== i.src && i.complete);
+    if (b) return !b.disabled && (window.__runs > 0 || plot);
+    return plot || root.dataset.textBefore !== root.innerText; }"""
+_IMAGES = """async (root) => Promise.all([...root.querySelectorAll('img')].map(async i => {
+    const bytes = new Uint8Array(await (await fetch(i.src)).arrayBuffer());
+    let s = ''; for (let k = 0; k < bytes.length; k += 8192) s += String.fromCharCode(...bytes.subarray(k, k + 8192));
+    return {png: btoa(s), height: i.getBoundingClientRect().height, src: i.src.slice(0, 40)}; }))"""
+_KERNEL_STATUS = """() => { const nb = window.jupyterapp.shell.currentWidget;
+    return nb.sessionContext.session.kernel.status; }"""
+_SIGNATURE = "(root) => [...root.querySelectorAll('img')].map(i => i.src).join('|')"
+
+
+@dataclass
+class Widget:
+    """One widget's output area in the page, and the tally of its redraws."""
+    page: object
+    name: str
+    root: object          # the cell's output area (a Playwright locator)
+    redraws: int = 0
+    blank: list = field(default_factory=list)
+    missing: list = field(default_factory=list)
+    problems: list = field(default_factory=list)  # anything else a person would see go wrong
+    t0: float = field(default_factory=time.monotonic)
+
+    def text(self) -> str:
+        return self.root.inner_text()
+
+    def act(self, what: str, do, timeout_ms: int = REDRAW_TIMEOUT_MS, button: str | None = None,
+            double: bool = False) -> int:
+        """Do one interaction, wait until the panel has answered, and check every plot it shows.
+
+        Answered: a plot or the text changed; for a `button`, its handler ran to the end (it disables
+        the button while it runs) or a plot changed; `double`: a double-click, so wait to see whether a
+        second run follows. Returns how many times the button's handler ran."""
+        if os.environ.get("BROWSER_VERBOSE"):
+            print(f"  {self.name}: {what} ({time.monotonic() - self.t0:.0f} s)", flush=True)
+        handle = self.root.element_handle()
+        btn = self.root.locator("button", has_text=button).element_handle() if button else None
+        handle.evaluate(_MARK)
+        if btn:
+            btn.evaluate(_COUNT_RUNS)
+        warnings_before = self.text().count("⚠")
+        do()
+        try:
+            self.page.wait_for_function(_ANSWERED, arg=[handle, btn], timeout=timeout_ms, polling=100)
+        except Exception:
+            self.missing.append(what)
+            return 0
+        self._settle(handle, timeout_ms / 1000)
+        if btn and double:  # a second run (the other half of the double-click) would start now
+            time.sleep(2)
+            self._settle(handle, timeout_ms / 1000)
+        if self.text().count("⚠") > warnings_before:
+            self.problems.append(f"{what} gave an error line: {self.text()[-300:]}")
+        shown = handle.evaluate(_IMAGES)
+        if not shown:
+            self.missing.append(what)
+        for img in shown:
+            self.redraws += 1
+            reason = blank_reason(base64.b64decode(img["png"]), img["height"])
+            if reason:
+                self.blank.append(f"{what}: {reason}")
+        return self.page.evaluate("() => window.__runs || 0") if btn else 0
+
+    def _settle(self, handle, timeout_s: float = REDRAW_TIMEOUT_MS / 1000) -> None:
+        """Wait until the kernel is idle and no plot has changed for SETTLE_S (a queued second click
+        or a pending redraw makes the kernel busy again)."""
+        state = lambda: handle.evaluate(_SIGNATURE) + "|" + self.page.evaluate(_KERNEL_STATUS)
+        last, since, give_up = state(), time.monotonic(), time.monotonic() + timeout_s
+        while time.monotonic() < give_up:
+            time.sleep(0.1)
+            now = state()
+            if now != last or not now.endswith("|idle"):
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= SETTLE_S:
+                return
+
+    def report(self) -> None:
+        line = (f"{self.name}: {self.redraws} redraws checked, {len(self.blank)} blank, "
+                f"{len(self.missing)} without a plot, {len(self.problems)} other problems, "
+                f"{time.monotonic() - self.t0:.0f} s")
+        print("\n" + line)
+        if os.environ.get("BROWSER_REPORT"):
+            with open(os.environ["BROWSER_REPORT"], "a") as f:
+                f.write(json.dumps({"widget": self.name, "redraws": self.redraws, "blank": self.blank,
+                                    "missing": self.missing, "problems": self.problems, "seconds": round(time.monotonic() - self.t0, 1)}) + "\n")
+        assert not self.blank and not self.missing and not self.problems, (
+            f"{line}\nblank: {self.blank}\nwithout a plot: {self.missing}\nproblems: {self.problems}")
+
+    def check(self, ok: bool, problem: str) -> None:
+        if not ok:
+            self.problems.append(problem)
+
+
+def widget(page, name: str, call: str) -> Widget:
+    """The output area of the code cell that calls `call` (e.g. "widgets.corpus_explorer(")."""
+    cell = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text=call))
+    root = cell.locator(".jp-Cell-outputWrapper")
+    root.locator(".widget-vbox, .jupyter-widgets").first.wait_for()
+    root.scroll_into_view_if_needed()
+    return Widget(page, name, root)
+
+
+# -- ways a person drives a widget --------------------------------------------------------------------
+def pick(w: Widget, nth_select: int = 0):
+    """Choose the next option of a dropdown."""
+    select = w.root.locator("select").nth(nth_select)
+    options = select.locator("option").all_inner_texts()
+    current = select.evaluate("s => s.selectedIndex")
+    return lambda: select.select_option(index=(current + 1) % len(options))
+
+
+def choose_each_option(w: Widget, nth_select: int = 0, times: int = REPEAT) -> None:
+    for i in range(times):
+        w.act(f"dropdown #{i + 1}", pick(w, nth_select))
+
+
+def type_into(w: Widget, locator, value: str):
+    def do():
+        locator.fill(value)
+        locator.press("Enter")
+    return do
+
+
+def slide(w: Widget, nth: int, key: str):
+    """Press an arrow key on a slider's handle, as a keyboard user would."""
+    def do():
+        handle = w.root.locator(".noUi-handle").nth(nth)
+        handle.focus()
+        handle.press(key)
+    return do
+
+
+def slide_back_and_forth(w: Widget, nth: int, times: int = REPEAT) -> None:
+    for i in range(times):
+        key = "ArrowRight" if (i // 3) % 2 == 0 else "ArrowLeft"  # 3 right, 3 left, ...: stays in range
+        w.act(f"slider {nth} {key} #{i + 1}", slide(w, nth, key))
+
+
+def button(w: Widget, label: str):
+    return w.root.locator("button", has_text=label)
+
+
+def train_and_repeat(w: Widget, label: str = "train this point") -> None:
+    """One real live point, REPEAT-1 more clicks (the cached point, redrawn), then a double-click
+    that must run the handler once."""
+    w.act("train this point (live)", lambda: button(w, label).click(), TRAIN_TIMEOUT_MS, label)
+    w.check("trained here" in w.text(), "the live point is not labelled apart from the grid")
+    for i in range(REPEAT - 1):
+        time.sleep(0.6)  # a person's next click, not the second half of a double-click
+        w.act(f"train this point #{i + 2}", lambda: button(w, label).click(), TRAIN_TIMEOUT_MS, label)
+    time.sleep(0.6)
+    runs = w.act("double-click on train", lambda: button(w, label).dblclick(), TRAIN_TIMEOUT_MS, label, double=True)
+    w.check(runs == 1, f"a double-click ran 'train this point' {runs} times")
+
+
+# -- one test per widget ----------------------------------------------------------------------------
+def test_corpus_explorer(lesson):
+    w = widget(lesson("00-the-map"), "corpus_explorer", "widgets.corpus_explorer(")
+    choose_each_option(w)
+    for i in range(REPEAT):
+        time.sleep(0.6)
+        w.act(f"another passage #{i + 1}", lambda: button(w, "another passage").click(), button="another passage")
+    time.sleep(0.6)
+    runs = w.act("double-click on another passage", lambda: button(w, "another passage").dblclick(),
+                 button="another passage", double=True)
+    w.check(runs == 1, f"a double-click ran 'another passage' {runs} times")
+    w.report()
+
+
+NEIGHBOUR_WORDS = ["city", "war", "money", "house", "music", "water", "king", "government", "school", "time"]
+ANALOGY_C = ["boy", "girl", "father", "son", "brother", "queen", "city", "house", "war", "mother"]  # not "woman": the default
+
+
+def test_neighbours_explorer(lesson):
+    w = widget(lesson("01-static-word-vectors"), "neighbours_explorer", "widgets.neighbours_explorer(")
+    box = w.root.locator("input[type=text]").first
+    for i, word in enumerate(NEIGHBOUR_WORDS[:REPEAT]):
+        w.act(f"type {word!r}", type_into(w, box, word))
+    choose_each_option(w)
+    w.report()
+
+
+def test_analogy_explorer(lesson):
+    w = widget(lesson("01-static-word-vectors"), "analogy_explorer", "widgets.analogy_explorer(")
+    c_box = w.root.locator("input[type=text]").nth(2)
+    for word in ANALOGY_C[:REPEAT]:
+        w.act(f"c = {word!r}", type_into(w, c_box, word))
+    choose_each_option(w)
+    w.report()
+
+
+def test_generation_explorer(lesson):
+    w = widget(lesson("02-language-models"), "generation_explorer", "widgets.generation_explorer(")
+    slide_back_and_forth(w, 0)   # temperature
+    slide_back_and_forth(w, 1)   # top-k
+    prompt = w.root.locator("input[type=text]").first
+    for i, text in enumerate(["the senate voted", "in the morning", "the war", "people are", "it was a",
+                              "the new law", "we will", "the city of", "money is", "the first time"][:REPEAT]):
+        w.act(f"prompt {text!r}", type_into(w, prompt, text))
+    choose_each_option(w)
+    for i in range(REPEAT):
+        time.sleep(0.6)
+        w.act(f"sample again #{i + 1}", lambda: button(w, "sample again").click(), button="sample again")
+    time.sleep(0.6)
+    runs = w.act("double-click on sample again", lambda: button(w, "sample again").dblclick(), button="sample again",
+                 double=True)
+    w.check(runs == 1, f"a double-click ran 'sample again' {runs} times")
+    cut = w.root.evaluate("""r => [...r.querySelectorAll('.widget-label')]
+        .filter(l => l.scrollWidth > l.clientWidth + 1).map(l => l.textContent)""")  # drawn with an ellipsis
+    w.check(not cut, f"labels cut: {cut}")
+    w.report()
+
+
+CONTEXT_SENTENCES = [
+    "sport | The children went outside to play football after school.",
+    "sport | We will play the final match on Sunday.",
+    "theatre | The actors rehearsed the play for weeks.",
+    "theatre | Shakespeare wrote the play in 1599.",
+    "sport | They play tennis every weekend.",
+    "theatre | The school play was a great success.",
+]
+
+
+def test_contextual_explorer(lesson):
+    w = widget(lesson("03-elmo"), "contextual_explorer", "widgets.contextual_explorer(")
+    area = w.root.locator("textarea").first
+    for i in range(REPEAT):
+        sentences = CONTEXT_SENTENCES[:5 + i % 2]  # 5, 6, 5, ... sentences (the lesson shows 4): each edit a change
+
+        def edit(sentences=sentences):
+            area.fill("\n".join(sentences))
+            area.evaluate("a => a.blur()")
+        w.act(f"edit sentences #{i + 1} ({len(sentences)} lines)", edit)
+    w.report()
+
+
+def test_downstream_explorer(lesson):
+    w = widget(lesson("03-elmo"), "downstream_explorer", "widgets.downstream_explorer(")
+    slide_back_and_forth(w, 0)
+    train_and_repeat(w)
+    slide_back_and_forth(w, 0)
+    height = w.root.bounding_box()["height"]
+    w.check(height <= 820, f"the widget is {height:.0f} px high: taller than a projected screen")
+    w.report()
+
+
+def test_sample_efficiency_explorer(lesson):
+    w = widget(lesson("04-ulmfit"), "sample_efficiency_explorer", "widgets.sample_efficiency_explorer(")
+    slide_back_and_forth(w, 0)
+    boxes = w.root.locator("input[type=checkbox]")
+    for i in range(REPEAT):
+        w.act(f"check box {i % 3} #{i + 1}", lambda i=i: boxes.nth(i % 3).click())
+    for i in range(3):  # every method ticked again before training
+        if not boxes.nth(i).is_checked():
+            w.act(f"tick {i}", lambda i=i: boxes.nth(i).click())
+    train_and_repeat(w)
+    height = w.root.bounding_box()["height"]
+    w.check(height <= 820, f"the widget is {height:.0f} px high: taller than a projected screen")
+    w.report()
