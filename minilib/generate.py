@@ -2,13 +2,20 @@
 
     >>> generate(model, vocab, "the president said", n_words=20, temperature=0.8, top_k=50)
     'the president said that the government would ...'
+    >>> generate(gpt, pretrained_tokenizer("bpe"), "The president said", n_words=40)   # 40 BPE tokens
+
+The prompt is encoded, and the output decoded, by any tokenizer of
+`minilib.data.tokenizer` (a plain `Vocab` is read as a `WordTokenizer`).
 
 Every language model in the book answers one question here: given the words
 so far, how likely is each next word? `next_word_log_probs` asks it of
 
-  * a torch LM that maps ids (B, T) to logits (B, T, V) — BigramLM, LSTMLM, ... —
-    fed the whole context (a model with `reset()` is reset first, so a state
-    carried over from training or from an earlier call cannot leak in);
+  * a torch LM that maps ids (B, T) to logits (B, T, V), or to a tuple that
+    starts with them — BigramLM, LSTMLM, TransformerLM, ... — fed the whole
+    context, or its last `block_size` ids for a model with a fixed context
+    (`model.cfg.block_size` or `model.config.block_size`; an LSTM has none).
+    A model with `reset()` is reset first, so a state carried over from
+    training or from an earlier call cannot leak in;
   * a count-based LM with `distribution(context) -> (V,)` probabilities — KneserNey.
 
 Sampling: divide the log-probabilities by a temperature T (T < 1 sharpens the
@@ -24,6 +31,17 @@ import torch
 from torch import nn
 
 from minilib.data.tokenize import tokenize
+from minilib.data.tokenizer import Tokenizer, WordTokenizer
+from minilib.data.vocab import Vocab
+
+
+def block_size(model) -> int | None:
+    """The longest context `model` reads (`cfg.block_size` or `config.block_size`); None if it has no limit."""
+    for name in ("cfg", "config"):
+        size = getattr(getattr(model, name, None), "block_size", None)
+        if size:
+            return int(size)
+    return None
 
 
 def next_word_log_probs(model, context: list[int]) -> torch.Tensor:
@@ -39,6 +57,9 @@ def batch_next_word_log_probs(model, contexts: list[list[int]], batch_size: int 
     """
     if any(len(c) == 0 for c in contexts):
         raise ValueError("a context is empty: a language model needs at least one word to continue from")
+    limit = block_size(model)
+    if limit is not None:
+        contexts = [c[-limit:] for c in contexts]           # a Transformer sees at most block_size positions
     if hasattr(model, "distribution"):                   # count-based: KneserNey
         with np.errstate(divide="ignore"):
             return torch.from_numpy(np.log(np.stack([model.distribution(c) for c in contexts])))
@@ -61,7 +82,9 @@ def batch_next_word_log_probs(model, contexts: list[list[int]], batch_size: int 
                     x[i, :len(c)] = torch.as_tensor(c)
                 if stateful:
                     model.reset()                        # no state from training or an earlier call
-                logits = model(x.to(device))             # (n, T, V)
+                logits = model(x.to(device))             # (n, T, V), or (logits, loss, ...)
+                if isinstance(logits, tuple):
+                    logits = logits[0]
                 last = logits[torch.arange(len(chunk)), (lengths - 1).to(logits.device)]   # (n, V)
                 out.append(torch.log_softmax(last.double().cpu(), dim=-1))
     finally:
@@ -88,29 +111,36 @@ def sample_next(log_probs: torch.Tensor, temperature: float = 1.0, top_k: int | 
     return int(torch.multinomial(probs, 1, generator=generator))
 
 
-def generate(model, vocab, prompt: str, n_words: int = 30, temperature: float = 1.0, top_k: int | None = None,
-             seed: int = 0, allow_unk: bool = False) -> str:
-    """Continue `prompt` by `n_words` words sampled from `model`; returns the prompt's tokens and the new
-    words joined by spaces.
+def generate(model, tokenizer: Tokenizer | Vocab, prompt: str, n_words: int = 30, temperature: float = 1.0,
+             top_k: int | None = None, seed: int = 0, allow_unk: bool = False) -> str:
+    """Continue `prompt` by `n_words` tokens sampled from `model` (words for a word vocabulary, subword
+    pieces for BPE or WordPiece); returns the prompt and the continuation as one text.
 
-    The prompt goes through the book's tokenizer (lowercased, punctuation split);
-    words outside `vocab` become <unk>. By default <unk> is never *generated*
-    (allow_unk=True lets it be): it is a real word for the model, but it makes
-    text unreadable. Same arguments, same seed: same text.
+    The prompt is encoded by `tokenizer` (a `Vocab` is wrapped in a `WordTokenizer`:
+    lowercased, punctuation split, words outside it become <unk>, and the text is
+    the prompt's words and the new words joined by spaces). By default <unk> is
+    never *generated* (allow_unk=True lets it be): it is a real word for the
+    model, but it makes text unreadable; padding is never generated. Same
+    arguments, same seed: same text.
     """
-    words = tokenize(prompt)
-    if not words:
+    tok = tokenizer if isinstance(tokenizer, Tokenizer) else WordTokenizer(tokenizer)
+    if not prompt.strip():
         raise ValueError(f"the prompt {prompt!r} has no words: give at least one, e.g. generate(model, vocab, 'the')")
     if n_words < 0:
         raise ValueError(f"n_words={n_words}: use 0 or more")
-    if vocab.unk is None and any(w not in vocab for w in words):
-        raise KeyError(f"prompt words not in the vocabulary, which has no <unk>: {[w for w in words if w not in vocab]}")
-    ids = vocab.encode(words)
+    try:
+        ids = tok.encode(prompt)
+    except KeyError as exc:
+        raise KeyError(f"prompt words not in the vocabulary, which has no <unk>: {exc}") from None
+    if not ids:
+        raise ValueError(f"the prompt {prompt!r} has no words: give at least one, e.g. generate(model, vocab, 'the')")
+    n_prompt = len(ids)
     generator = torch.Generator().manual_seed(seed)
-    ban = None if allow_unk or vocab.unk_id is None else vocab.unk_id
+    banned = [i for i in (None if allow_unk else tok.unk_id, tok.pad_id) if i is not None]
     for _ in range(n_words):
         log_probs = next_word_log_probs(model, ids)
-        if ban is not None:
-            log_probs[ban] = float("-inf")
+        log_probs[banned] = float("-inf")
         ids.append(sample_next(log_probs, temperature, top_k, generator))
-    return " ".join(words + vocab.decode(ids[len(words):]))
+    if isinstance(tok, WordTokenizer):     # the prompt's words as typed, even those the vocabulary reads as <unk>
+        return " ".join(tokenize(prompt) + tok.vocab.decode(ids[n_prompt:]))
+    return tok.decode(ids)

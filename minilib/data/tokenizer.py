@@ -331,6 +331,8 @@ def pretrained_tokenizer(kind: str, profile: str | None = None) -> Tokenizer:
     if kind not in KINDS:
         raise ValueError(f"unknown tokenizer kind {kind!r}; use one of {', '.join(KINDS)}")
     profile = profile or runtime.profile()
+    if TOKENIZER_SIZES[profile] == TOKENIZER_SIZES["laptop"]:
+        profile = "laptop"          # full trains on the same text to the same sizes: one file serves both
     if profile == "smoke":
         sizes = runtime.pick(TOKENIZER_SIZES, profile)
         return TRAINERS[kind](_corpus_texts("train", sizes["words"]), sizes[kind])
@@ -341,6 +343,8 @@ def build_tokenizer(kind: str, profile: str, *, vocab_size: int | None = None, w
                     out: str | os.PathLike | None = None, command: str | None = None) -> Path:
     """Train a `kind` tokenizer on the train split, write it and its provenance JSON; returns its path."""
     from minilib import provenance, runtime
+    from minilib.data.corpora import DEFAULT_SOURCES
+    from minilib.data.sources import source
 
     sizes = dict(runtime.pick(TOKENIZER_SIZES, profile))
     vocab_size = vocab_size or sizes[kind]
@@ -359,7 +363,8 @@ def build_tokenizer(kind: str, profile: str, *, vocab_size: int | None = None, w
     meta = provenance.stamp(
         command=command, profile=profile, model=kind, vocab_size=tok.vocab_size, specials=tok.specials,
         data={"split": "train", "documents": len(texts), "words": sum(len(t.split()) for t in texts),
-              "sha256": digest.hexdigest()},
+              "sha256": digest.hexdigest(),
+              "sources": {name: source(name).artifact.sha256 for name in DEFAULT_SOURCES}},
         valid=valid, read_seconds=round(t1 - t0, 1), train_seconds=round(train_seconds, 1),
         tokenizer=out.name, tokenizer_bytes=out.stat().st_size,
         tokenizer_sha256=hashlib.sha256(out.read_bytes()).hexdigest())
