@@ -23,6 +23,8 @@ EXPERIMENTS = {  # name -> (module, help)
                  "POS tagging from static vs ELMo vs untrained-biLM vectors at 10-1,000 labelled sentences (chapter 03)"),
     "elmo-downstream": ("minilib.experiments.elmo_downstream",
                         "RT sentiment from static vectors vs ELMo features at a few labels (chapter 03)"),
+    "parallelism": ("minilib.experiments.parallelism",
+                    "LSTM vs Transformer: time per token by length, bits per byte at equal time (chapter 05)"),
 }
 
 
