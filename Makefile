@@ -40,11 +40,12 @@ data: setup
 lab: data
 	$(if $(PROFILE),MINILIB_PROFILE=$(PROFILE)) $(BIN)/jupyter lab lessons/
 
+# The browser suite (tests/browser) is its own target, widget-test: it runs every lesson a second time.
 test: data
-	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider tests lessons
+	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider --ignore=tests/browser tests lessons
 
 test-unit: setup
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q --ignore=tests/browser tests
 
 test-lessons: data
 	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env lessons

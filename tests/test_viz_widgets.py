@@ -18,6 +18,7 @@ import torch
 from PIL import Image
 
 from minilib import story, viz, widgets
+from minilib.experiments import grid
 
 
 # -- helpers: find a panel's parts, decode its plot ---------------------------------------------
@@ -324,23 +325,24 @@ def test_downstream_explorer_keeps_a_live_point_apart_and_reports_each_step(monk
     from minilib.experiments import elmo_downstream as ed
 
     def row(arm, n, seed, acc):
-        return {"arm": arm, "n_labels": n, "seed": seed, "accuracy": acc, "seconds": 0.1,
+        return {"task": "rt", "method": ed.METHOD_PREFIX + arm, "arm": arm, "n_labels": n, "seed": seed, "accuracy": acc,
+                "error": 1 - acc, "seconds": 0.1,
                 "curve": [{"epoch": e, "test_accuracy": acc - 0.1 / e} for e in (1, 2, 3)]}
 
     def fake_cached(arm, n, seed, *a, **k):
-        return row(arm, 8000 if n == ed.ALL else n, seed, 0.6 + 0.01 * seed)
+        return row(arm, 8000 if n == grid.ALL else n, seed, 0.6 + 0.01 * seed)
 
     steps, trained = [], []
     monkeypatch.setattr(ed, "cached_point", fake_cached)
-    monkeypatch.setattr(ed, "features", lambda kind, path, split, log=print: steps.append((kind, split)))
+    monkeypatch.setattr(ed, "features", lambda kind, path, task, split, log=print: steps.append((kind, split)))
     monkeypatch.setattr(ed, "run_point", lambda arm, n, seed, *a, **k: trained.append(arm) or row(arm, n, seed, 0.9))
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
     panel = widgets.downstream_explorer("unused.pt", grid_profile="laptop")
     assert_fits(panel)
     plot_pixels(panel)
     slider = part(panel, w.SelectionSlider)
-    assert [v for _, v in slider.options] == [50, 100, 200, 300, 1000, 3000, ed.ALL]
-    for value in (300, ed.ALL, 100):
+    assert [v for _, v in slider.options] == [50, 100, 200, 300, 1000, 3000, grid.ALL]
+    for value in (300, grid.ALL, 100):
         slider.value = value
         plot_pixels(panel)
     assert "accuracy 61.0% ± 1.0% (3 seeds, cached laptop grid)" in text(panel)

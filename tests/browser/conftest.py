@@ -32,10 +32,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 RUN_ALL_TIMEOUT_S = 900   # a lesson under smoke is <= 90 s on 2 free cores; a busy machine is slower
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "browser: drives the lessons' widgets in JupyterLab in headless Chromium")
-
-
 def pytest_collection_modifyitems(config, items):
     here = Path(__file__).parent
     for item in items:
