@@ -18,3 +18,22 @@ def check(name: str, got, expected, *, rel_tol: float = 1e-6, abs_tol: float = 1
     if not ok:
         raise AssertionError(f"{name}: got {got!r}, expected {expected!r}" + (f" — hint: {hint}" if hint else ""))
     print(f"✓ {name}")
+
+
+def compare_prediction(name: str, predicted, observed, choices: tuple, *, hint: str = "") -> bool | None:
+    """An open exercise: the learner writes `predicted` (one of `choices`) *before* running their changed
+    experiment; `observed` is what their run shows. Unanswered (None): says so and passes, so an untouched
+    lesson still runs. A prediction outside `choices` raises. Otherwise prints both and returns whether
+    they agree — a wrong prediction is the start of the exercise, not an error."""
+    if predicted is None:
+        print(f"✎ {name}: write your prediction ({' or '.join(map(repr, choices))}) first, then run this cell again "
+              f"(the run above shows {observed!r})")
+        return None
+    if predicted not in choices:
+        raise AssertionError(f"{name}: prediction {predicted!r} — write one of {', '.join(map(repr, choices))}")
+    if observed not in choices:
+        raise AssertionError(f"{name}: the run shows {observed!r}, not one of {choices} — did the experiment run?")
+    agree = predicted == observed
+    print(f"{'✓' if agree else '✗'} {name}: you predicted {predicted!r}; your run shows {observed!r}"
+          + ("" if agree or not hint else f" — {hint}"))
+    return agree

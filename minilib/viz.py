@@ -113,3 +113,9 @@ def projection(vectors, words: Sequence[str], highlight: str | None = None, ax=N
     ax.set_xticks([]), ax.set_yticks([])
     ax.set_title("PCA of the word and its neighbours")
     return ax
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
+    """A Markdown table (for IPython.display.Markdown): a header row, then one row per sequence of cells."""
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows])

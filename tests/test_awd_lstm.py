@@ -237,6 +237,7 @@ def test_config_profiles_and_dropout_scaling():
     assert (half.dropouti, half.wdrop, half.alpha) == (pytest.approx(0.325), 0.25, 2.0)
 
 
+@pytest.mark.data
 def test_loss_falls_on_real_text_with_the_learner():
     from minilib import data
 
@@ -259,6 +260,7 @@ def test_loss_falls_on_real_text_with_the_learner():
     assert step["total_loss"] == pytest.approx(step["loss"] + step["ar"] + step["tar"], rel=1e-4)  # ARTAR added
 
 
+@pytest.mark.data
 def test_bench_runs_and_ends_with_its_summary_line(capsys):
     from minilib.__main__ import main
 

@@ -69,6 +69,7 @@ def test_every_example_sentence_uses_its_word_once():
             assert contextual.find_word(contextual.tokenize(sentence), word) >= 0
 
 
+@pytest.mark.data
 def test_contextual_explorer_messages_never_a_traceback(tiny_bilm, capsys):
     panel = widgets.contextual_explorer(tiny_bilm, static=static_toy())
     assert "sense grouping" in capsys.readouterr().out

@@ -224,6 +224,7 @@ def pretrained(tmp_path_factory):
     return path, metrics, valid_docs
 
 
+@pytest.mark.data
 def test_pretraining_on_real_text_lowers_both_directions(pretrained):
     path, metrics, _ = pretrained
     assert metrics["valid_loss"] < metrics["valid_loss_before"] - 0.3, metrics
@@ -232,6 +233,7 @@ def test_pretraining_on_real_text_lowers_both_directions(pretrained):
         (math.log(metrics["valid_fwd_ppl"]) + math.log(metrics["valid_bwd_ppl"])) / 2, rel=1e-4)
 
 
+@pytest.mark.data
 def test_checkpoint_round_trip_reproduces_perplexity_and_provenance(pretrained):
     from minilib.train import Learner
 
@@ -279,6 +281,7 @@ def test_untrained_like_is_a_fresh_frozen_twin():
     assert a.embed(SENTS).shape == trained.embed(SENTS).shape
 
 
+@pytest.mark.data
 def test_probes_score_each_layer_beside_its_untrained_twin(pretrained, tmp_path):
     from minilib.experiments import elmo_probes as ep
 

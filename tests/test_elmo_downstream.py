@@ -119,6 +119,7 @@ def test_label_count_messages():
         label_count(51, 50)
 
 
+@pytest.mark.data
 def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, monkeypatch, capsys):
     ckpt, config, results, _ = toy_task
     ed.run_point("static", 40, 0, ckpt, config, results_dir=results)

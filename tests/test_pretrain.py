@@ -29,6 +29,7 @@ def pretrained(tmp_path_factory):
     return out, folder
 
 
+@pytest.mark.data
 def test_checkpoint_is_half_precision_with_vocab_config_and_provenance(pretrained):
     out, _ = pretrained
     state = torch.load(out, map_location="cpu", weights_only=True)
@@ -44,6 +45,7 @@ def test_checkpoint_is_half_precision_with_vocab_config_and_provenance(pretraine
     assert out.stat().st_size < 15e6
 
 
+@pytest.mark.data
 def test_reload_remeasures_the_same_validation_perplexity(pretrained):
     out, _ = pretrained
     model, vocab, meta = load_pretrained(out, "awd-lstm")
@@ -55,6 +57,7 @@ def test_reload_remeasures_the_same_validation_perplexity(pretrained):
     assert np.exp(ce) == pytest.approx(json.loads(out.with_suffix(".json").read_text())["valid_perplexity"], rel=1e-5)
 
 
+@pytest.mark.data
 def test_rerun_resumes_the_finished_training(pretrained, capsys):
     out, folder = pretrained
     first = json.loads(out.with_suffix(".json").read_text())
@@ -78,6 +81,7 @@ SHIPPED = sorted((pretrain.provenance.REPO_ROOT / "checkpoints").glob("awd-lstm-
 
 @pytest.mark.skipif(not SHIPPED, reason="no shipped AWD-LSTM checkpoint in checkpoints/ yet")
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+@pytest.mark.data
 def test_shipped_checkpoint_remeasures_its_perplexity(path):
     """docs/design.md §5: every shipped checkpoint is reloaded and its validation metric re-measured."""
     model, vocab, meta = load_pretrained(path, "awd-lstm")

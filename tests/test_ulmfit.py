@@ -231,6 +231,7 @@ def test_fine_tune_lm_discriminative_stlr_and_held_out_loss():
 # ----------------------------------------------------------------------------- sample efficiency
 
 @pytest.mark.parametrize("task", ["rt", "trec"])
+@pytest.mark.data
 def test_labelled_sample_is_stratified_seeded_nested_and_never_a_test_item(task):
     texts, labels = se.task_data(task, "train")
     labels = np.asarray(labels)
@@ -270,6 +271,7 @@ def tiny_pretrained(tmp_path_factory):
     return path
 
 
+@pytest.mark.data
 def test_run_point_end_to_end_and_cached(tiny_pretrained, tmp_path, monkeypatch):
     config = dataclasses.replace(se.SIZES["smoke"], label_counts=(20,), clf_epochs=2, lm_max_texts=150,
                                  max_test=100)
@@ -298,6 +300,7 @@ def test_run_point_end_to_end_and_cached(tiny_pretrained, tmp_path, monkeypatch)
     assert {r["method"] for r in summary} == set(se.METHODS)
 
 
+@pytest.mark.data
 def test_resolve_labels_all_and_bad_counts():
     assert se.resolve_labels("rt", "all") == len(se.task_data("rt", "train")[1])
     assert se.resolve_labels("trec", "50") == 50
@@ -317,6 +320,7 @@ def test_catch_up_reads_the_multiple_off_the_curve():
         se.catch_up(summary, "rt", at=50)
 
 
+@pytest.mark.data
 def test_recipes_switch_the_tricks_they_name(monkeypatch, tiny_pretrained, tmp_path):
     """Each ablation turns off exactly its own trick in stage (c), and only ulmfit* load the pretrained weights."""
     import minilib.recipes.ulmfit as ulmfit_module  # run_point imports fine_tune_classifier from here when called
@@ -337,6 +341,7 @@ def test_recipes_switch_the_tricks_they_name(monkeypatch, tiny_pretrained, tmp_p
     assert seen["ulmfit-no-unfreezing"] == dict(gradual_unfreezing=False, discriminative=True, stlr=True)
 
 
+@pytest.mark.data
 def test_experiment_cli_prints_the_summary_line(tiny_pretrained, tmp_path, capsys, monkeypatch):
     from minilib.__main__ import main
 
@@ -352,6 +357,7 @@ def test_experiment_cli_prints_the_summary_line(tiny_pretrained, tmp_path, capsy
     assert "does not exist: make it with `python -m minilib pretrain`" in capsys.readouterr().err
 
 
+@pytest.mark.data
 def test_sample_efficiency_widget_trains_once_and_never_raises(tiny_pretrained, tmp_path, capsys, monkeypatch):
     from minilib import widgets
 

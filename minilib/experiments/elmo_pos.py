@@ -178,7 +178,7 @@ def train_tagger(task, idx, seed: int, point: dict, checkpoint, *, kind: str, ta
         opt.step()
         sched.step()
         if (step + 1) % max(1, config.steps // 10) == 0:
-            curve.append({"step": step + 1, "train_loss": float(loss)})
+            curve.append({"step": step + 1, "train_loss": loss.item()})
     acc = accuracy(model, test_x, test_y)
     return {"kind": kind, "tagger": tagger, "accuracy": acc, "curve": curve,
             "n_train_tokens": int(sum(len(t) for t in tags)), "n_test_tokens": int(sum(len(t) for t in test_y)),

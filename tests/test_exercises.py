@@ -1,0 +1,22 @@
+"""minilib/exercises.py: a worked check fails on a wrong answer; an open exercise reports the learner's run."""
+import pytest
+
+from minilib.exercises import check, compare_prediction
+
+
+def test_check_passes_within_tolerance_and_raises_with_the_hint():
+    check("close", 1.0 + 1e-9, 1.0)
+    with pytest.raises(AssertionError, match="hint: softmax first"):
+        check("far", 1.1, 1.0, hint="softmax first")
+
+
+def test_compare_prediction_unanswered_right_wrong_and_invalid(capsys):
+    assert compare_prediction("lead", None, "larger", ("larger", "smaller")) is None
+    assert "write your prediction" in capsys.readouterr().out
+    assert compare_prediction("lead", "larger", "larger", ("larger", "smaller")) is True
+    assert compare_prediction("lead", "smaller", "larger", ("larger", "smaller"), hint="look at n=10") is False
+    assert "look at n=10" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="write one of"):
+        compare_prediction("lead", "bigger", "larger", ("larger", "smaller"))
+    with pytest.raises(AssertionError, match="did the experiment run"):
+        compare_prediction("lead", "larger", None, ("larger", "smaller"))
