@@ -7,6 +7,7 @@ has drifted from the library.
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 
 def check(name: str, got, expected, *, rel_tol: float = 1e-6, abs_tol: float = 1e-9, hint: str = "") -> None:
@@ -20,17 +21,19 @@ def check(name: str, got, expected, *, rel_tol: float = 1e-6, abs_tol: float = 1
     print(f"✓ {name}")
 
 
-def compare_prediction(name: str, predicted, observed, choices: tuple, *, hint: str = "") -> bool | None:
+def compare_prediction(name: str, predicted, run: Callable[[], Any], choices: tuple, *, hint: str = "") -> bool | None:
     """An open exercise: the learner writes `predicted` (one of `choices`) *before* running their changed
-    experiment; `observed` is what their run shows. Unanswered (None): says so and passes, so an untouched
-    lesson still runs. A prediction outside `choices` raises. Otherwise prints both and returns whether
-    they agree — a wrong prediction is the start of the exercise, not an error."""
+    experiment; `run()` performs it and returns what it shows (one of `choices`). Unanswered (None):
+    nothing runs — a lesson never shows the answer before the prediction — and it passes, so an
+    untouched lesson still runs. A prediction outside `choices` raises. Otherwise runs the experiment,
+    prints both and returns whether they agree — a wrong prediction is the start of the exercise, not
+    an error."""
     if predicted is None:
-        print(f"✎ {name}: write your prediction ({' or '.join(map(repr, choices))}) first, then run this cell again "
-              f"(the run above shows {observed!r})")
+        print(f"✎ {name}: write your prediction ({' or '.join(map(repr, choices))}) first, then run this cell again")
         return None
     if predicted not in choices:
         raise AssertionError(f"{name}: prediction {predicted!r} — write one of {', '.join(map(repr, choices))}")
+    observed = run()
     if observed not in choices:
         raise AssertionError(f"{name}: the run shows {observed!r}, not one of {choices} — did the experiment run?")
     agree = predicted == observed

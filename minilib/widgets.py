@@ -495,9 +495,10 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
     grid_config = ed.SIZES[grid_profile] if grid_profile else config
     arms, kinds, colors, linestyle = ed.ARMS, ed.KINDS, ed.ARM_COLORS, ed.arm_linestyle
 
-    def grid_rows():
-        return [r for n in grid_config.label_counts for arm in arms for s in grid_config.seeds
-                if (r := ed.cached_point(arm, n, s, elmo_path, grid_config, results_dir, profile=grid_prof))]
+    def grid_rows():  # by the count as asked ("all" included): rows store the resolved number
+        return {n: [r for arm in arms for s in grid_config.seeds
+                    if (r := ed.cached_point(arm, n, s, elmo_path, grid_config, results_dir, profile=grid_prof))]
+                for n in grid_config.label_counts}
 
     def prepare_features(kind, split, log):
         ed.features(kind, elmo_path, "rt", split, log=log)
@@ -525,10 +526,9 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
                          f"shown apart from the {grid_prof} grid")
 
     def draw():
-        # rows store the resolved count: "all" is the grid's largest
-        n = max((r["n_labels"] for r in grid), default=None) if labels.value == runner.ALL else labels.value
-        at_n = [r for r in grid if r["n_labels"] == n]
-        summary = summarize(grid)
+        at_n = grid.get(labels.value, [])
+        n = at_n[0]["n_labels"] if at_n else None
+        summary = summarize([r for rows in grid.values() for r in rows])
         lines = [f"{r['arm']:16s} at {r['n_labels']:>5,} labels: accuracy {r['accuracy']:.1%} ± "
                  f"{r['accuracy_std']:.1%} ({r['seeds']} seed{'s' * (r['seeds'] > 1)}, cached {grid_prof} grid)"
                  for r in summarize(at_n)]

@@ -11,6 +11,7 @@ from minilib import widgets
 from minilib.data.vectors import WordVectors
 from minilib.experiments import contextual
 from minilib.models.elmo import BiLM, ELMoConfig
+from panels import text
 
 
 @pytest.fixture(scope="module")
@@ -70,18 +71,18 @@ def test_every_example_sentence_uses_its_word_once():
 
 
 @pytest.mark.data
-def test_contextual_explorer_messages_never_a_traceback(tiny_bilm, capsys):
+def test_contextual_explorer_messages_never_a_traceback(tiny_bilm):
     panel = widgets.contextual_explorer(tiny_bilm, static=static_toy())
-    assert "sense grouping" in capsys.readouterr().out
-    box, text = panel.children[0], panel.children[1]
-    text.value = "the bank\nthe shore"
-    assert "⚠ ValueError: sentence 2 does not contain 'bank'" in capsys.readouterr().out
-    text.value = ""
-    assert "at least two sentences" in capsys.readouterr().out
-    text.value = "the bank\n" + "bank " * 100
-    assert "keep each under 60" in capsys.readouterr().out
-    text.value, box.value = "a bank\nthe bank", "   "
-    assert "type the word" in capsys.readouterr().out
+    assert "sense grouping" in text(panel)
+    box, sentences = panel.children[0], panel.children[1]
+    sentences.value = "the bank\nthe shore"
+    assert "⚠ ValueError: sentence 2 does not contain 'bank'" in text(panel)
+    sentences.value = ""
+    assert "at least two sentences" in text(panel)
+    sentences.value = "the bank\n" + "bank " * 100
+    assert "keep each under 60" in text(panel)
+    sentences.value, box.value = "a bank\nthe bank", "   "
+    assert "type the word" in text(panel)
     box.value = "bank"
-    shown = capsys.readouterr().out
+    shown = text(panel)
     assert "⚠" not in shown and "sense grouping" not in shown   # no labels: heat maps only

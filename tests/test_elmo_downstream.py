@@ -12,6 +12,7 @@ from minilib.data.vectors import WordVectors
 from minilib.experiments import elmo_downstream as ed
 from minilib.experiments.grid import label_count
 from minilib.models.elmo import ScalarMix
+from panels import text
 
 N_TRAIN, N_TEST = 400, 200
 
@@ -120,17 +121,15 @@ def test_label_count_messages():
 
 
 @pytest.mark.data
-def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, monkeypatch, capsys):
+def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, monkeypatch):
     ckpt, config, results, _ = toy_task
-    ed.run_point("static", 40, 0, ckpt, config, results_dir=results)
-    ed.run_point("elmo", 40, 0, ckpt, config, results_dir=results)
-    ed.run_point("static+elmo", 40, 0, ckpt, config, results_dir=results)
+    for arm in ("static", "elmo", "static+elmo"):
+        ed.run_point(arm, 40, 0, ckpt, config, results_dir=results)
     panel = widgets.downstream_explorer(ckpt, config, results_dir=results)
-    shown = capsys.readouterr().out
-    assert "static+elmo      at    40 labels" in shown and "⚠" not in shown
+    assert "static+elmo      at    40 labels" in text(panel) and "⚠" not in text(panel)
     slider, _, button = panel.children[0].children
-    slider.value = ed.ALL
-    assert "no cached points" in capsys.readouterr().out
+    slider.value = ed.ALL                  # nothing cached for "all" (40 is not all of the 400)
+    assert "no cached smoke points at all labels" in text(panel) and "⚠" not in text(panel)
 
     real, trained = ed.run_point, []
 
@@ -140,9 +139,9 @@ def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, mo
         return real(*args, **kwargs)
     monkeypatch.setattr(ed, "run_point", run_point_clicking_again)
     button.click()
-    shown = capsys.readouterr().out
+    shown = text(panel)
     assert trained == [(arm, ed.ALL, 0) for arm in ed.ARMS] and "⚠" not in shown
-    assert "elmo             at   400 labels" in shown and not button.disabled
+    assert "elmo             at   400 labels" in shown and "trained here" in shown and not button.disabled
 
 
 def test_untrained_control_arms_read_their_own_features(toy_task):

@@ -10,13 +10,19 @@ def test_check_passes_within_tolerance_and_raises_with_the_hint():
         check("far", 1.1, 1.0, hint="softmax first")
 
 
-def test_compare_prediction_unanswered_right_wrong_and_invalid(capsys):
-    assert compare_prediction("lead", None, "larger", ("larger", "smaller")) is None
+def test_compare_prediction_runs_only_after_a_prediction(capsys):
+    ran = []
+
+    def run(shows="larger"):
+        ran.append(shows)
+        return shows
+    choices = ("larger", "smaller")
+    assert compare_prediction("lead", None, run, choices) is None and ran == []   # no answer shown before a prediction
     assert "write your prediction" in capsys.readouterr().out
-    assert compare_prediction("lead", "larger", "larger", ("larger", "smaller")) is True
-    assert compare_prediction("lead", "smaller", "larger", ("larger", "smaller"), hint="look at n=10") is False
+    assert compare_prediction("lead", "larger", run, choices) is True and ran == ["larger"]
+    assert compare_prediction("lead", "smaller", run, choices, hint="look at n=10") is False
     assert "look at n=10" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="write one of"):
-        compare_prediction("lead", "bigger", "larger", ("larger", "smaller"))
+        compare_prediction("lead", "bigger", run, choices)
     with pytest.raises(AssertionError, match="did the experiment run"):
-        compare_prediction("lead", "larger", None, ("larger", "smaller"))
+        compare_prediction("lead", "larger", lambda: None, choices)

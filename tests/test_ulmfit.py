@@ -3,6 +3,7 @@ gradual unfreezing, discriminative LRs, STLR, vocabulary growth, and one grid po
 import dataclasses
 import json
 
+import ipywidgets as w
 import numpy as np
 import pytest
 import torch
@@ -17,6 +18,7 @@ from minilib.eval.classification import error_rate
 from minilib.recipes.ulmfit import extend_vocab, fine_tune_classifier, fine_tune_lm, grow_vocab
 from minilib.train.callbacks import Callback
 from minilib.train.schedules import slanted_triangular
+from panels import parts, text
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
@@ -175,6 +177,25 @@ def test_discriminative_lrs_and_one_stlr_over_all_epochs():
     assert all(row["lr"] == [hi] * 5 for row in plain.history.steps)
 
 
+def test_a_cycle_per_stage_gives_every_group_a_full_peak():
+    docs, labels = toy_data()
+    train = ClassificationBatches(docs, labels, 16)
+    hi, n = 1e-2, len(train)
+    learner = fine_tune_classifier(tiny_clf(), train, epochs=7, lr=hi, cycle_per_stage=True, stage_lr_decay=0.5)
+    steps = learner.history.steps
+    assert len(steps) == 7 * n
+    # stages: 4 one-epoch unfreezing stages, then one cycle over the 3 epochs with every group trainable
+    starts, lengths = [0, n, 2 * n, 3 * n, 4 * n], [n, n, n, n, 3 * n]
+    for stage, (start, length) in enumerate(zip(starts, lengths)):
+        for i in range(length):
+            mult = slanted_triangular(i, length)
+            np.testing.assert_allclose(steps[start + i]["lr"][-1], hi * 0.5 ** stage * mult, rtol=1e-9)
+    peak_of_embedding = max(r["lr"][0] for r in steps[4 * n:])
+    assert peak_of_embedding == pytest.approx(hi * 0.5 ** 4 / 2.6 ** 4)  # one cycle read literally: ~1/3 of this
+    one = fine_tune_classifier(tiny_clf(), train, epochs=7, lr=hi)
+    assert max(r["lr"][0] for r in one.history.steps[4 * n:]) < 0.5 * hi / 2.6 ** 4
+
+
 def test_classifier_learns_the_toy_task():
     docs, labels = toy_data(n=96)
     train = ClassificationBatches(docs, labels, 16)
@@ -285,7 +306,7 @@ def test_run_point_end_to_end_and_cached(tiny_pretrained, tmp_path, monkeypatch)
         assert saved["error"] == row["error"] and saved["pretrained_sha256"] == row["pretrained_sha256"]
         assert {"commit", "device", "time"} <= set(saved["provenance"])
     assert rows["ulmfit"]["lm_seconds"] > rows["ulmfit-supervised"]["lm_seconds"]  # stage (b) ran
-    assert list((tmp_path / "lm").glob("rt-*.pt"))
+    assert list((tmp_path / "lm").glob("lm-*.pt"))
     import minilib.recipes.ulmfit as recipes
 
     trained = []
@@ -358,27 +379,30 @@ def test_experiment_cli_prints_the_summary_line(tiny_pretrained, tmp_path, capsy
 
 
 @pytest.mark.data
-def test_sample_efficiency_widget_trains_once_and_never_raises(tiny_pretrained, tmp_path, capsys, monkeypatch):
+def test_sample_efficiency_widget_trains_once_and_never_raises(tiny_pretrained, tmp_path, monkeypatch):
     from minilib import widgets
 
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    monkeypatch.setattr(widgets, "DOUBLE_CLICK_S", 0.0)  # the clicks below are deliberate, not a double-click
     config = dataclasses.replace(se.SIZES["smoke"], label_counts=(20, 40), seeds=(0,), clf_epochs=1,
                                  lm_max_texts=150, max_test=60)
     panel = widgets.sample_efficiency_explorer("rt", tiny_pretrained, config, results_dir=tmp_path)
-    assert "no cached points" in capsys.readouterr().out
-    button = panel.children[0].children[2]
+    assert "no cached smoke points" in text(panel)
+    labels, _, button = panel.children[0].children
+    labels.value = 20
     button.click()
-    out = capsys.readouterr().out
-    assert "⚠" not in out and "ulmfit: test error" in out and len(list(tmp_path.glob("rt-*-n20-*.json"))) == 3
+    shown, step = text(panel), parts(panel, w.HTML)[-1].value
+    assert "⚠" not in shown and "trained here" in shown and "done: 3 points" in step
+    assert len(list(tmp_path.glob("rt-*-n20-*.json"))) == 3
     import minilib.recipes.ulmfit as recipes
 
     trained = []
     monkeypatch.setattr(recipes, "fine_tune_classifier", lambda *a, **k: trained.append(a))
     button.click()  # the same point again: read from the cache, not retrained
-    assert trained == [] and "⚠" not in capsys.readouterr().out
+    assert trained == [] and "⚠" not in text(panel)
 
     def broken(*args, **kwargs):
         raise RuntimeError("out of memory")
     monkeypatch.setattr(se, "run_point", broken)
     button.click()
-    assert "⚠ RuntimeError: out of memory" in capsys.readouterr().out and not button.disabled
+    assert "⚠ RuntimeError: out of memory" in text(panel) and not button.disabled

@@ -17,6 +17,8 @@ EXPERIMENTS = {  # name -> (module, help)
                           "ULMFiT vs training from scratch at a few labels (chapter 04, Howard & Ruder 2018 Fig. 3)"),
     "ulmfit-ablations": ("minilib.experiments.sample_efficiency",
                          "ULMFiT without each trick in turn (chapter 04, the paper's Tables 6-7)"),
+    "ulmfit-recipe": ("minilib.experiments.ulmfit_recipe",
+                      "stage (c) schedules, epochs and LRs for scratch and ULMFiT, chosen on held-out training labels (chapter 04)"),
     "elmo-probes": ("minilib.experiments.elmo_probes",
                     "POS and word-sense probes of each ELMo layer vs static vectors (chapter 03, Peters et al. 2018 §5.3)"),
     "elmo-pos": ("minilib.experiments.elmo_pos",

@@ -182,7 +182,7 @@ def train_tagger(task, idx, seed: int, point: dict, checkpoint, *, kind: str, ta
     acc = accuracy(model, test_x, test_y)
     return {"kind": kind, "tagger": tagger, "accuracy": acc, "curve": curve,
             "n_train_tokens": int(sum(len(t) for t in tags)), "n_test_tokens": int(sum(len(t) for t in test_y)),
-            "layer_weights": model.mix.weights.tolist(), "gamma": float(model.mix.gamma)}
+            "layer_weights": model.mix.weights.detach().tolist(), "gamma": float(model.mix.gamma)}
 
 
 def method_name(tagger: str, kind: str) -> str:

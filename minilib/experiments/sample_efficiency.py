@@ -72,6 +72,8 @@ class SampleEfficiencyConfig:
     seeds: tuple[int, ...] = (0, 1, 2)                 # each seed: another sample and another init
     clf_epochs: int = 6                                # stage (c) epochs (5 groups: 4 unfreezing + 2 all)
     clf_lr: float = 1e-2                               # head LR; lower groups /2.6 each (§3.2)
+    cycle_per_stage: bool = False                      # an STLR cycle per unfreezing stage, not one for all
+    stage_lr_decay: float = 1.0                        # with cycle_per_stage: stage k peaks at clf_lr * this**k
     min_steps_per_epoch: int = 20                      # small samples are repeated within an epoch: 50 labels
                                                        # make 2 batches, and 2 steps per unfreezing stage move nothing
     batch_size: int = 32
@@ -136,13 +138,13 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
 
     task = tasks.get(task)
     lm, vocab, _ = load_pretrained(pretrained_path, "awd-lstm")
-    name = task.name if task.name in tasks.REGISTRY else task.fingerprint[:16]  # a CSV: its content, not its name
-    key = hashlib.sha256(json.dumps([name, file_sha256(pretrained_path), config.lm_epochs, config.lm_lr,
-                                     config.lm_max_texts, config.drop_mult, seed]).encode()).hexdigest()[:16]
-    cache = Path(cache_dir or provenance.REPO_ROOT / ".cache" / "ulmfit-lm") / f"{task.name}-{key}.pt"
     texts = task.lm_text() if task.lm_text else list(task.train.texts)
     if config.lm_max_texts is not None:
         texts = texts[:config.lm_max_texts]
+    text_sha = hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode()).hexdigest()  # the text, not the name
+    key = hashlib.sha256(json.dumps([text_sha, file_sha256(pretrained_path), config.lm_epochs, config.lm_lr,
+                                     config.drop_mult, seed]).encode()).hexdigest()[:16]
+    cache = Path(cache_dir or provenance.REPO_ROOT / ".cache" / "ulmfit-lm") / f"lm-{key}.pt"
     new_vocab = grow_vocab(vocab, (tokenize(t) for t in texts), min_count=3)
     lm = extend_vocab(lm, vocab, new_vocab)
     if not cache.exists():
@@ -159,12 +161,15 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
 
 
 def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: str, progress=False,
-                     callbacks: Sequence = (), lm_cache_dir: str | Path | None = None) -> dict[str, Any]:
+                     callbacks: Sequence = (), lm_cache_dir: str | Path | None = None,
+                     valid_curve: bool = False) -> dict[str, Any]:
     """One ULMFiT-family point (the grid's `train`): the classifier on `task.train[idx]`, scored once on test.
 
     The pretrained checkpoint gives the vocabulary (every method tokenizes alike) and, unless the
     recipe says otherwise, the encoder's weights. The learning curve (`curve`) is the training loss
-    per epoch; the test split is scored once, at the end, and nothing is selected on it."""
+    per epoch; the test split is scored once, at the end, and nothing is selected on it.
+    `valid_curve`: for a validation task (Task.validation(), whose "test" items are held out of
+    the training split) score them after every epoch too, into the curve."""
     from minilib.data.batching import ClassificationBatches, encode_texts
     from minilib.eval.classification import error_rate
     from minilib.models.awd_lstm import AWDLSTM
@@ -199,11 +204,18 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
         test_texts, test_labels = [test_texts[i] for i in keep], [test_labels[i] for i in keep]
     test = ClassificationBatches(encode_texts(test_texts, vocab), test_labels, batch_size=64, shuffle=False)
 
-    learner = fine_tune_classifier(model, train, None, epochs=config.clf_epochs, lr=config.clf_lr,
+    if valid_curve and not task.name.endswith("-valid"):
+        raise UsageError(f"valid_curve scores the test split every epoch: use it on {task.name}'s "
+                         f"validation task (Task.validation()), never on the real test split")
+    learner = fine_tune_classifier(model, train, test if valid_curve else None, epochs=config.clf_epochs,
+                                   lr=config.clf_lr,
                                    gradual_unfreezing=recipe.gradual_unfreezing,
                                    discriminative=recipe.discriminative, stlr=recipe.stlr,
+                                   cycle_per_stage=config.cycle_per_stage, stage_lr_decay=config.stage_lr_decay,
                                    callbacks=callbacks, progress=progress)
-    curve = [{"epoch": i + 1, "train_loss": e["train_loss"]} for i, e in enumerate(learner.history.epochs)]
+    curve = [{"epoch": i + 1, "train_loss": e["train_loss"],
+              **({"valid_loss": e["valid_loss"], "valid_error": 1 - e["accuracy"]} if valid_curve else {})}
+             for i, e in enumerate(learner.history.epochs)]
     error = error_rate(model, test)
     return {"accuracy": 1 - error, "n_test": len(test_labels), "curve": curve, "recipe": asdict(recipe),
             "lm_seconds": round(lm_seconds, 2), "pretrained": str(checkpoint),

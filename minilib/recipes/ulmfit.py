@@ -30,6 +30,7 @@ def _stlr_from(offset: int, total: int, cut_frac: float = 0.1, ratio: float = 32
 
 def fine_tune_classifier(model: ULMFiTClassifier, train, valid=None, epochs: int = 4, lr: float = 1e-2, *,
                          gradual_unfreezing: bool = True, discriminative: bool = True, stlr: bool = True,
+                         cycle_per_stage: bool = False, stage_lr_decay: float = 1.0,
                          cut_frac: float = 0.1, ratio: float = 32, callbacks: Sequence[Callback] = (),
                          weight_decay: float = 0.01, clip: float | None = 1.0, progress: bool | str = False,
                          device=None) -> Learner:
@@ -39,24 +40,38 @@ def fine_tune_classifier(model: ULMFiTClassifier, train, valid=None, epochs: int
         one more layer group, lowest last (freeze_to(-2), -3, ...); then everything trains.
         Off: every group trains from the start.
     discriminative: the head gets `lr`, each group below lr / 2.6 (§3.2); off: `lr` for all.
-    stlr: one slanted triangular schedule (cut_frac 0.1, ratio 32; eq. 3) over all the steps of
-        all epochs; off: constant `lr`.
+    stlr: slanted triangular LRs (cut_frac 0.1, ratio 32; eq. 3); off: constant `lr`.
+    cycle_per_stage: off, one STLR cycle spans all the steps of all epochs (eq. 3's T counts every
+        iteration), so the groups unfrozen last only ever see its decayed tail. On, each unfreezing
+        stage gets a cycle of its own and the epochs after the last unfreezing share one (as
+        fastai's ULMFiT recipe runs fit_one_cycle per stage); stage k's peak is lr * stage_lr_decay**k.
     Returns the Learner (learner.history holds every epoch; learner.model is `model`).
     """
     learner = Learner(model, train, valid, loss_fn=F.cross_entropy, metrics=[accuracy] if valid is not None else (),
                       callbacks=callbacks, weight_decay=weight_decay, clip=clip, progress=progress, device=device)
     n_groups = len(learner.groups)
-    lrs = slice(lr) if discriminative else lr  # slice(hi): /2.6 per group below the top
-    total = epochs * len(train)
-    for epoch in range(epochs):
+    n_stages = min(epochs, n_groups) if gradual_unfreezing else 1
+    stage_epochs = [1] * (n_stages - 1) + [epochs - n_stages + 1]  # the last stage: every epoch that is left
+    total, done = epochs * len(train), 0
+    for stage, n_epochs in enumerate(stage_epochs):
         if gradual_unfreezing:
-            learner.freeze_to(-(epoch + 1) if epoch + 1 < n_groups else 0)  # -1: the head only; 0: all
-        elif epoch == 0:
+            learner.freeze_to(-(stage + 1) if stage + 1 < n_groups else 0)  # -1: the head only; 0: all
+        else:
             learner.unfreeze()
-        schedule = _stlr_from(epoch * len(train), total, cut_frac, ratio) if stlr else "constant"
-        learner.fit(1, lr=lrs, schedule=schedule)
-        if learner.should_stop or learner.interrupted:
-            break
+        peak = lr * stage_lr_decay ** stage if cycle_per_stage else lr
+        lrs = slice(peak) if discriminative else peak  # slice(hi): /2.6 per group below the top
+        for _ in range(1 if cycle_per_stage else n_epochs):
+            fit_epochs = n_epochs if cycle_per_stage else 1
+            if not stlr:
+                schedule = "constant"
+            elif cycle_per_stage:
+                schedule = _stlr_from(0, fit_epochs * len(train), cut_frac, ratio)  # a cycle of this stage's own
+            else:
+                schedule = _stlr_from(done, total, cut_frac, ratio)
+            learner.fit(fit_epochs, lr=lrs, schedule=schedule)
+            done += fit_epochs * len(train)
+            if learner.should_stop or learner.interrupted:
+                return learner
     return learner
 
 

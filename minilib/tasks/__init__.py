@@ -95,6 +95,27 @@ class Task:
         lines.append(f"  unlabelled in-domain text: {'yes' if self.lm_text else 'no'}")
         return "\n".join(lines)
 
+    def validation(self, fraction: float = 0.1, seed: int = 0) -> "Task":
+        """This task with its test split set aside: a stratified, seeded `fraction` of the training
+        items becomes the "test" split and the rest the training split. Choosing settings on it never
+        touches the real test split. Named `<name>-valid`."""
+        if self.kind == "token":
+            keep = np.sort(np.random.default_rng(seed).permutation(len(self.train))[:round(len(self.train) * fraction)])
+        else:
+            keep = stratified_sample(self.train.labels, max(self.n_classes, round(len(self.train) * fraction)), seed)
+        held = set(keep.tolist())
+        rest = [i for i in range(len(self.train)) if i not in held]
+
+        def part(idx):
+            return Split([self.train.texts[i] for i in idx], [self.train.labels[i] for i in idx])
+
+        def lm_text():  # the unlabelled text, without the held-out items (as the real test split is kept out)
+            held_texts = {str(self.train.texts[i]) for i in keep}
+            return [t for t in self.lm_text() if t not in held_texts]
+        return Task(name=f"{self.name}-valid", kind=self.kind, classes=self.classes, train=part(rest),
+                    test=part(keep), lm_text=lm_text if self.lm_text else None,
+                    source=f"{self.name}'s training split, {len(keep):,} items held out for validation (seed {seed})")
+
     # ------------------------------------------------------------------------- a user's data
     @classmethod
     def from_csv(cls, path: str | Path, text: str = "text", label: str = "label", text_b: str | None = None,
