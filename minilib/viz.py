@@ -119,3 +119,22 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
     """A Markdown table (for IPython.display.Markdown): a header row, then one row per sequence of cells."""
     lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
+
+
+def source(obj, *, start: str | None = None, stop: str | None = None) -> str:
+    """The source of a minilib class or function as a Markdown code block (for IPython.display.Markdown),
+    so a lesson shows the chapter's model as it runs, not a copy that can drift. `start` / `stop`:
+    show only the lines from the first containing `start` up to (not including) the first after it
+    containing `stop` — e.g. one method of a class."""
+    import inspect
+    import textwrap
+
+    lines = inspect.getsource(obj).splitlines()
+    if start is not None:
+        first = next((i for i, line in enumerate(lines) if start in line), None)
+        if first is None:
+            raise ValueError(f"{start!r} is not in the source of {obj.__qualname__}")
+        last = next((i for i in range(first + 1, len(lines)) if stop is not None and stop in lines[i]), len(lines))
+        lines = lines[first:last]
+    where = f"{inspect.getmodule(obj).__name__}.{obj.__qualname__}"
+    return f"`{where}`\n```python\n{textwrap.dedent(chr(10).join(lines)).rstrip()}\n```"

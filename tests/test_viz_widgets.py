@@ -314,3 +314,14 @@ def test_downstream_explorer_keeps_a_live_point_apart_and_reports_each_step(monk
     assert "accuracy 90.0% (seed 0, trained here at smoke sizes, not in the mean)" in text(panel)
     assert part(panel, w.IntProgress).value == 1000 and "done: 5 arms" in parts(panel, w.HTML)[1].value
     plot_pixels(panel)
+
+
+def test_source_shows_the_running_code_or_one_part_of_it():
+    from minilib.models.elmo import ScalarMix
+
+    whole = viz.source(ScalarMix)
+    assert whole.startswith("`minilib.models.elmo.ScalarMix`\n```python\nclass ScalarMix")
+    part = viz.source(ScalarMix, start="def forward", stop="def ")
+    assert part.splitlines()[2].startswith("def forward") and "class ScalarMix" not in part
+    with pytest.raises(ValueError, match="not in the source"):
+        viz.source(ScalarMix, start="def backward")
