@@ -1,8 +1,10 @@
 """Automatic checks for the lessons' exercises.
 
-An exercise cell ends with `check(...)`: a right answer prints a tick, a
-wrong one raises with a hint, so nbval fails a lesson whose worked answer
-has drifted from the library.
+A worked exercise ends with `check(answer, ...)`: the learner replaces
+`answer = None` with their own computation; a right answer prints a tick,
+a wrong one raises with a hint. An open exercise changes an experiment
+and predicts its outcome first (compare_prediction). Neither ships with
+its answer filled in.
 """
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ from typing import Any, Callable
 
 
 def check(name: str, got, expected, *, rel_tol: float = 1e-6, abs_tol: float = 1e-9, hint: str = "") -> None:
-    """Assert `got` equals `expected` (numbers within tolerance, anything else exactly)."""
+    """Assert `got` equals `expected` (numbers within tolerance, anything else exactly). `got` None:
+    the learner has not answered yet — say so and pass (a lesson ships without its answers)."""
+    if got is None:
+        print(f"✎ {name}: replace None with your answer (code that computes it), then run this cell again")
+        return
     if isinstance(expected, (int, float)) and isinstance(got, (int, float)):
         ok = math.isclose(float(got), float(expected), rel_tol=rel_tol, abs_tol=abs_tol)
     else:

@@ -4,7 +4,9 @@ import pytest
 from minilib.exercises import check, compare_prediction
 
 
-def test_check_passes_within_tolerance_and_raises_with_the_hint():
+def test_check_passes_within_tolerance_and_raises_with_the_hint(capsys):
+    check("unanswered", None, 1.0)
+    assert "replace None with your answer" in capsys.readouterr().out
     check("close", 1.0 + 1e-9, 1.0)
     with pytest.raises(AssertionError, match="hint: softmax first"):
         check("far", 1.1, 1.0, hint="softmax first")
