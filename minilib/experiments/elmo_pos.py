@@ -15,10 +15,14 @@ and two taggers, the same for every kind of vector:
     tagger-*    linear: dropout, one linear layer to the 12 tags (a probe with a mixed input)
     bilstm-*    §3.3's way: dropout, a 1-layer biLSTM over the sentence's vectors, a linear layer
 
+For chapter 03's sentiment contrast the same biLSTM reads a sentence task (`--tagger bilstm-max --task
+rt`): its states max-pooled over the words, one linear layer to the classes (methods bilstm-max-*).
+
 Every point is one grid-runner point (experiments/grid.py), cached and stamped; the test split is
 scored once after a fixed number of steps and nothing is selected on it.
 
     python -m minilib experiment elmo-pos        # elmo-pos: static_acc_n10= elmo_acc_n10= untrained_acc_n10= ...
+    python -m minilib experiment elmo-pos --tagger bilstm-max --task rt
 """
 from __future__ import annotations
 
@@ -65,12 +69,29 @@ SIZES = {
 }
 
 
+@dataclass(frozen=True)
+class SentenceConfig(PosConfig):
+    """The same biLSTM over frozen vectors as a sentence classifier (max-pooled states, §3.3's way of
+    adding ELMo to a task model), for chapter 03's RT comparison."""
+    label_counts: tuple = (100, 300, 1000, 3000, grid.ALL)
+    epochs: int = 4                      # passes over the sample, and never fewer than `steps` steps
+
+
+SENTENCE_SIZES = {
+    "smoke": SentenceConfig(label_counts=(20, 40), seeds=(0,), steps=40, epochs=1, max_test=150),
+    "laptop": SentenceConfig(),
+    "full": SentenceConfig(threads=None),
+}
+
+
 # ----------------------------------------------------------------------------- features
 
 def _words(sentences) -> list[list[str]]:
+    """Token-task sentences are word lists (tags align with them); a sentence task's texts are tokenized."""
+    from minilib.data import tokenize
     from minilib.eval.probe import probe_token
 
-    return [[probe_token(w) for w in s] for s in sentences]
+    return [tokenize(s) or ["<empty>"] if isinstance(s, str) else [probe_token(w) for w in s] for s in sentences]
 
 
 def sentence_features(kind: str, elmo_path, sentences: Sequence[Sequence[str]]) -> list[torch.Tensor]:
@@ -91,50 +112,67 @@ def sentence_features(kind: str, elmo_path, sentences: Sequence[Sequence[str]]) 
     raise UsageError(f"vector kind {kind!r}: use one of {', '.join(KINDS)}")
 
 
-def test_split_features(kind: str, elmo_path, task: tasks.Task, max_test: int | None, log=print):
-    """The test split's features and tags, cached by the checkpoint's sha256 and the task's fingerprint."""
-    n = len(task.test) if max_test is None else min(max_test, len(task.test))
-    path = FEATURE_CACHE / f"{task.name}-{task.fingerprint[:12]}-{kind}-{file_sha256(elmo_path)[:16]}-n{n}.pt"
-    tags = [torch.tensor(t) for t in task.test.labels[:n]]
+def split_features(kind: str, elmo_path, task: tasks.Task, split: str = "test", max_n: int | None = None, log=print):
+    """A split's features (fp16, one (L, T_i, D) per item) and labels, cached by the checkpoint's sha256
+    and the task's fingerprint."""
+    items = getattr(task, split)
+    n = len(items) if max_n is None else min(max_n, len(items))
+    path = FEATURE_CACHE / f"{task.name}-{task.fingerprint[:12]}-{kind}-{file_sha256(elmo_path)[:16]}-{split}-n{n}.pt"
+    if split == "test" and not path.exists():  # the name this cache had when only test splits were cached
+        old = path.with_name(path.name.replace("-test-n", "-n"))
+        path = old if old.exists() else path
+    # a capped split: the first sentences of a token task; a stratified subset of a sentence task (rt's test
+    # split is in file order, sorted by rating)
+    keep = range(n) if task.kind == "token" or n == len(items) else tasks.stratified_sample(items.labels, n, seed=0)
+    labels = [torch.tensor(items.labels[i]) for i in keep]
     if path.exists():
-        return torch.load(path, weights_only=True), tags
+        return torch.load(path, weights_only=True), labels
     t = time.perf_counter()
-    feats = [f.half() for f in sentence_features(kind, elmo_path, task.test.texts[:n])]
+    feats = [f.half() for f in sentence_features(kind, elmo_path, [items.texts[i] for i in keep])]
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(feats, path)
-    log(f"{kind} features of {n} {task.name} test sentences in {time.perf_counter() - t:.0f} s -> {path}")
-    return feats, tags
+    log(f"{kind} features of {n} {task.name} {split} items in {time.perf_counter() - t:.0f} s -> {path}")
+    return feats, labels
 
 
 # ----------------------------------------------------------------------------- the taggers
 
 class Tagger(nn.Module):
-    """ScalarMix over the input layers (one layer: just a scale) -> dropout -> [biLSTM] -> linear to the tags."""
+    """ScalarMix over the input layers (one layer: just a scale) -> dropout -> [biLSTM] -> linear to the tags.
+    pool: a sentence classifier instead — the biLSTM states max-pooled over the sentence's words, then linear."""
 
-    def __init__(self, n_layers: int, dim: int, n_tags: int, dropout: float, hidden: int | None = None):
+    def __init__(self, n_layers: int, dim: int, n_tags: int, dropout: float, hidden: int | None = None,
+                 pool: bool = False):
         super().__init__()
         self.mix = ScalarMix(n_layers)
         self.dropout = nn.Dropout(dropout)
         self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True) if hidden else None
+        self.pool = pool
         self.out = nn.Linear(2 * hidden if hidden else dim, n_tags)
 
     def forward(self, layers: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """layers (L, B, T, D), lengths (B,) -> logits (B, T, n_tags)."""
+        """layers (L, B, T, D), lengths (B,) -> logits (B, T, n_tags), or (B, n_classes) when pooling."""
         x = self.dropout(self.mix(layers))                                   # (B, T, D)
         if self.lstm is not None:
             packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
             x, _ = nn.utils.rnn.pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=x.shape[1])
+        if self.pool:
+            real = torch.arange(x.shape[1], device=x.device)[None, :] < lengths[:, None].to(x.device)  # (B, T)
+            x = x.masked_fill(~real[..., None], float("-inf")).amax(dim=1)   # (B, 2H)
         return self.out(x)
 
 
 def _pad(feats: Sequence[torch.Tensor], tags: Sequence[torch.Tensor]):
-    """(L, B, T, D) float, (B, T) tags with -100 at padding, (B,) lengths."""
+    """(L, B, T, D) float, (B, T) tags with -100 at padding (or (B,) classes of sentences), (B,) lengths."""
     lengths = torch.tensor([f.shape[1] for f in feats])
     L, D, T = feats[0].shape[0], feats[0].shape[2], int(lengths.max())
     x = torch.zeros(L, len(feats), T, D)
-    y = torch.full((len(feats), T), -100, dtype=torch.long)
-    for b, (f, t) in enumerate(zip(feats, tags)):
+    for b, f in enumerate(feats):
         x[:, b, :f.shape[1]] = f.float()
+    if tags[0].dim() == 0:
+        return x, torch.stack(list(tags)), lengths
+    y = torch.full((len(feats), T), -100, dtype=torch.long)
+    for b, t in enumerate(tags):
         y[b, :len(t)] = t
     return x, y, lengths
 
@@ -154,34 +192,42 @@ def accuracy(model: Tagger, feats, tags, batch_size: int = 128) -> float:
 
 def train_tagger(task, idx, seed: int, point: dict, checkpoint, *, kind: str, tagger: str, log=print,
                  **_) -> dict[str, Any]:
-    """One point (the grid's `train`): the tagger on `task.train[idx]`, a fixed number of steps, then every
-    test word scored once."""
-    config = PosConfig(**point)
+    """One point (the grid's `train`): the tagger (or, for a sentence task, the pooled classifier) on
+    `task.train[idx]`, a fixed number of steps, then every test item scored once."""
     task = tasks.get(task)
-    feats = sentence_features(kind, checkpoint, [task.train.texts[i] for i in idx])
-    tags = [torch.tensor(task.train.labels[i]) for i in idx]
-    test_x, test_y = test_split_features(kind, checkpoint, task, config.max_test, log=log)
+    pooled = task.kind == "sentence"
+    config = SentenceConfig(**point) if pooled else PosConfig(**point)
+    if pooled:  # a sentence task's train split is cached whole; pos's (50k sentences, ~1.5 GB) is not
+        all_feats, all_labels = split_features(kind, checkpoint, task, "train", log=log)
+        feats, tags = [all_feats[i] for i in idx], [all_labels[i] for i in idx]
+    else:
+        feats = sentence_features(kind, checkpoint, [task.train.texts[i] for i in idx])
+        tags = [torch.tensor(task.train.labels[i]) for i in idx]
+    test_x, test_y = split_features(kind, checkpoint, task, "test", config.max_test, log=log)
+    steps = max(config.steps, -(-config.epochs * len(feats) // config.batch_size)) if pooled else config.steps
     runtime.seed_everything(seed)
     model = Tagger(feats[0].shape[0], feats[0].shape[2], task.n_classes, config.dropout,
-                   config.hidden if tagger == "bilstm" else None)
+                   config.hidden if tagger.startswith("bilstm") else None, pool=pooled)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / config.steps)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / steps)
     rng = np.random.default_rng(seed)
     curve = []
     model.train()
-    for step in range(config.steps):
+    for step in range(steps):
         batch = rng.choice(len(feats), size=min(config.batch_size, len(feats)), replace=False)
         x, y, lengths = _pad([feats[i] for i in batch], [tags[i] for i in batch])
-        loss = nn.functional.cross_entropy(model(x, lengths).flatten(0, 1), y.flatten(), ignore_index=-100)
+        logits = model(x, lengths)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
         opt.zero_grad()
         loss.backward()
         opt.step()
         sched.step()
-        if (step + 1) % max(1, config.steps // 10) == 0:
+        if (step + 1) % max(1, steps // 10) == 0:
             curve.append({"step": step + 1, "train_loss": loss.item()})
     acc = accuracy(model, test_x, test_y)
-    return {"kind": kind, "tagger": tagger, "accuracy": acc, "curve": curve,
-            "n_train_tokens": int(sum(len(t) for t in tags)), "n_test_tokens": int(sum(len(t) for t in test_y)),
+    scored = {"n_train_items": len(tags), "n_test_items": len(test_y)} if pooled else \
+        {"n_train_tokens": int(sum(len(t) for t in tags)), "n_test_tokens": int(sum(len(t) for t in test_y))}
+    return {"kind": kind, "tagger": tagger, "accuracy": acc, "curve": curve, "steps": steps, **scored,
             "layer_weights": model.mix.weights.detach().tolist(), "gamma": float(model.mix.gamma)}
 
 
@@ -197,25 +243,42 @@ for _tagger in TAGGERS:
                                                 if k not in ("label_counts", "seeds", "threads")},
                                   checkpoint=shipped_checkpoint, kinds=("token",),
                                   label=f"{_kind} vectors, {'linear' if _tagger == 'tagger' else 'biLSTM'} tagger"))
+for _kind in KINDS:  # the same biLSTM, max-pooled, as a sentence classifier: beside chapter 03's other RT arms
+    grid.register(grid.Method(f"bilstm-max-{_kind}", "elmo-downstream",
+                              functools.partial(train_tagger, kind=_kind, tagger="bilstm-max"),
+                              lambda prof: {k: v for k, v in asdict(SENTENCE_SIZES[prof]).items()
+                                            if k not in ("label_counts", "seeds", "threads")},
+                              checkpoint=shipped_checkpoint, kinds=("sentence",),
+                              label=f"{_kind} vectors, biLSTM + max-pool classifier (§3.3)"))
 
 
 # ----------------------------------------------------------------------------- summary and CLI
 
-def run(tagger: str = "tagger", profile: str | None = None, force: bool = False, log=print) -> list[dict]:
-    config = SIZES[profile or runtime.profile()]
-    return grid.run_grid("pos", [method_name(tagger, k) for k in KINDS], config.label_counts, config.seeds,
+def run(tagger: str = "tagger", profile: str | None = None, force: bool = False, log=print,
+        task: str = "pos") -> list[dict]:
+    """The grid of one tagger over the three kinds of vectors: on pos, or (tagger "bilstm-max") a sentence task."""
+    prof = profile or runtime.profile()
+    sentence = tasks.get(task).kind == "sentence"
+    if sentence != (tagger == "bilstm-max"):
+        raise UsageError(f"--tagger {tagger} does not fit task {task}: use bilstm-max on a sentence task "
+                         f"(e.g. rt), tagger or bilstm on pos")
+    config = (SENTENCE_SIZES if sentence else SIZES)[prof]
+    return grid.run_grid(task, [method_name(tagger, k) for k in KINDS], config.label_counts, config.seeds,
                          log=log, force=force, threads=config.threads)
 
 
 def summary_line(rows: Sequence[dict], name: str = "elmo-pos") -> str:
     """`elmo-pos: static_acc_n10=… elmo_acc_n10=… untrained_acc_n10=… …` (means over seeds)."""
-    by = {(r["method"].split("-", 1)[1], r["n_labels"]): 1 - r["error"] for r in grid.summarize(rows)}
+    by = {(r["method"].rsplit("-", 1)[1], r["n_labels"]): 1 - r["error"] for r in grid.summarize(rows)}
     counts = sorted({n for _, n in by})
     return f"{name}: " + " ".join(f"{k}_acc_n{n}={by[k, n]:.3f}" for n in counts for k in KINDS if (k, n) in by)
 
 
 def cli_arguments(p, name: str) -> None:
-    p.add_argument("--tagger", choices=TAGGERS, default="tagger", help="linear tagger or §3.3's biLSTM (default: linear)")
+    p.add_argument("--tagger", choices=(*TAGGERS, "bilstm-max"), default="tagger",
+                   help="linear tagger or §3.3's biLSTM on pos; bilstm-max: the biLSTM max-pooled as a sentence "
+                        "classifier, with --task rt (default: tagger)")
+    p.add_argument("--task", default="pos", help="pos, or with --tagger bilstm-max a sentence task such as rt")
     p.add_argument("--force", action="store_true", help="retrain points even if cached")
 
 
@@ -223,7 +286,7 @@ def cli_run(args, name: str) -> int:
     ckpt = shipped_checkpoint(runtime.profile())
     if not Path(ckpt).exists():
         raise UsageError(f"no biLM at {ckpt}: make one with `python -m minilib pretrain elmo`")
-    rows = run(args.tagger, force=args.force)
+    rows = run(args.tagger, force=args.force, task=args.task)
     for r in grid.summarize(rows, ddof=1):
         print(f"n={r['n_labels']:<5} {r['method']:18s} accuracy {1 - r['error']:.3f} ± {r['error_std']:.3f}")
     print(summary_line(rows, name))
