@@ -71,6 +71,21 @@ def run(task: str, methods: Sequence[str] = ("scratch", "ulmfit"), seed: int = 0
     return rows
 
 
+def cached_rows(task: str, profile: str = "laptop", methods: Sequence[str] = ("scratch", "ulmfit")) -> list[dict]:
+    """Every cached point of `run` for `task` at `profile` (what the lesson plots; nothing trains)."""
+    valid = tasks.get(task).validation()
+    rows = []
+    for n in LABELS[profile]:
+        for method in methods:
+            for candidate in candidates_for(method):
+                row = grid.cached_point(valid, n, method, 0, profile, checkpoint=se.default_checkpoint(profile),
+                                        settings=se.settings(config_of(candidate, profile)),
+                                        results_dir=RESULTS / slug(candidate))
+                if row is not None:
+                    rows.append({**row, "candidate": candidate})
+    return rows
+
+
 def best_epoch(row: dict) -> int:
     return min(row["curve"], key=lambda e: e["valid_error"])["epoch"]
 
