@@ -2,7 +2,8 @@
 
 Lesson 00 draws them as a timeline and the book's references list is built
 from the same entries, so a date is typed once. Dates are the first public
-release (usually arXiv), month precision.
+release (usually arXiv), month precision; entries are in date order. Each
+milestone names the chapter that rebuilds it or tells its story.
 """
 from __future__ import annotations
 
@@ -28,10 +29,16 @@ MILESTONES: tuple[Milestone, ...] = (
               "NeurIPS 2013", 1),
     Milestone("2014-10", "GloVe", "vectors from global co-occurrence counts",
               "GloVe: Global Vectors for Word Representation", "Pennington et al.", "EMNLP 2014", 1),
-    Milestone("2015-11", "LM pretraining for classifiers", "pretrain a sequence autoencoder or LM, then fine-tune",
-              "Semi-supervised Sequence Learning", "Dai & Le", "NeurIPS 2015", 2),
+    # ULMFiT's direct predecessor (ULMFiT §2 contrasts itself with it): chapter 04 tells its story.
+    Milestone("2015-11", "Dai & Le", "pretrain an LSTM as a language model or sequence autoencoder, then fine-tune",
+              "Semi-supervised Sequence Learning", "Dai & Le", "NeurIPS 2015", 4),
+    Milestone("2016-02", "big LSTM LMs", "LSTM language models scaled to a billion words of text",
+              "Exploring the Limits of Language Modeling", "Jozefowicz et al.", "arXiv 2016", 2),
     Milestone("2017-06", "Transformer", "self-attention, parallel over positions",
               "Attention Is All You Need", "Vaswani et al.", "NeurIPS 2017", 5),
+    # ELMo's closest rival (ELMo compares with it): contextual vectors, but from translation, not an LM.
+    Milestone("2017-08", "CoVe", "contextual vectors from a machine-translation encoder",
+              "Learned in Translation: Contextualized Word Vectors", "McCann et al.", "NeurIPS 2017", 3),
     Milestone("2017-08", "AWD-LSTM", "a heavily regularised LSTM language model",
               "Regularizing and Optimizing LSTM Language Models", "Merity et al.", "ICLR 2018", 4),
     Milestone("2018-01", "ULMFiT", "fine-tune the whole LM: discriminative LRs, STLR, gradual unfreezing",
@@ -44,6 +51,10 @@ MILESTONES: tuple[Milestone, ...] = (
               "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding", "Devlin et al.",
               "NAACL 2019", 7),
 )
+
+# The size (inches) at which lesson 00 draws these milestones on one timeline with no two labels
+# overlapping (tests/test_story.py draws it and checks); grow it when a milestone crowds the road.
+TIMELINE_FIGSIZE = (13.0, 4.4)
 
 CHAPTERS: tuple[tuple[int, str, str], ...] = (
     (0, "00-the-map", "The map: data, profiles, the engine"),

@@ -1,0 +1,84 @@
+"""The book's milestones: in date order, well-formed, each pointing at a real chapter, and drawable."""
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+
+from minilib import story, viz
+
+CHAPTER_NUMBERS = [n for n, _, _ in story.CHAPTERS]
+
+
+def year_month(m: story.Milestone) -> tuple[int, int]:
+    year, month = m.date.split("-")
+    return int(year), int(month)
+
+
+@pytest.mark.parametrize("m", story.MILESTONES, ids=lambda m: m.name)
+def test_dates_are_year_dash_month_within_the_story(m):
+    assert re.fullmatch(r"\d{4}-\d{2}", m.date), f"{m.name}: date {m.date!r} is not 'YYYY-MM'"
+    year, month = year_month(m)
+    assert 1 <= month <= 12, f"{m.name}: month {month} in {m.date!r}"
+    assert 2013 <= year <= 2018, f"{m.name}: {year} is outside the 2013–2018 road the book retraces"
+
+
+def test_milestones_are_sorted_by_date():
+    dates = [year_month(m) for m in story.MILESTONES]
+    assert dates == sorted(dates), [m.date for m in story.MILESTONES]
+
+
+@pytest.mark.parametrize("m", story.MILESTONES, ids=lambda m: m.name)
+def test_every_field_is_filled_and_the_lesson_is_a_real_chapter(m):
+    for field in ("name", "idea", "paper", "authors", "venue"):
+        assert getattr(m, field).strip(), f"{m.name}: empty {field}"
+    assert m.lesson is None or m.lesson in CHAPTER_NUMBERS, f"{m.name}: no chapter {m.lesson} in CHAPTERS"
+    # the venue's year is the release year or a later one (arXiv first, conference after)
+    venue_year = re.search(r"(\d{4})", m.venue)
+    assert venue_year and int(venue_year.group(1)) >= year_month(m)[0], f"{m.name}: venue {m.venue!r}"
+
+
+def test_names_and_papers_are_unique():
+    assert len({m.name for m in story.MILESTONES}) == len(story.MILESTONES)
+    assert len({m.paper for m in story.MILESTONES}) == len(story.MILESTONES)
+
+
+def test_every_history_chapter_has_a_milestone():
+    covered = {m.lesson for m in story.MILESTONES}
+    missing = [n for n in range(1, 8) if n not in covered]
+    assert not missing, f"chapters without a milestone on the timeline: {missing}"
+
+
+def test_chapters_are_numbered_in_order_and_named_by_their_notebook():
+    assert CHAPTER_NUMBERS == list(range(len(story.CHAPTERS)))
+    for n, slug, title in story.CHAPTERS:
+        assert slug.startswith(f"{n:02d}-") and re.fullmatch(r"\d{2}-[a-z0-9-]+", slug), slug
+        assert title.strip()
+
+
+def test_dai_le_and_cove_sit_in_their_chapters():
+    by_name = {m.name: m for m in story.MILESTONES}
+    assert by_name["Dai & Le"].lesson == 4 and by_name["Dai & Le"].paper == "Semi-supervised Sequence Learning"
+    cove = by_name["CoVe"]
+    assert (cove.lesson, cove.date) == (3, "2017-08")
+    assert cove.paper == "Learned in Translation: Contextualized Word Vectors"
+
+
+def test_timeline_labels_do_not_overlap_at_the_lessons_size():
+    fig, ax = plt.subplots(figsize=story.TIMELINE_FIGSIZE)
+    try:
+        viz.timeline(ax=ax)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        boxes = [(t.get_text().split("\n")[0], t.get_bbox_patch().get_window_extent(renderer)) for t in ax.texts]
+        assert len(boxes) == len(story.MILESTONES)
+        clashes = [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
+        assert not clashes, f"timeline labels overlap at figsize {story.TIMELINE_FIGSIZE}: {clashes}"
+        outside = [name for name, box in boxes if not fig.bbox.contains(box.x0, box.y0)
+                   or not fig.bbox.contains(box.x1, box.y1)]
+        assert not outside, f"labels cut off by the figure: {outside}"
+    finally:
+        plt.close(fig)
