@@ -7,7 +7,7 @@ from typing import Iterable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from minilib.story import MILESTONES, Milestone
+from minilib.story import MILESTONES, TIMELINE_FIGSIZE, Milestone
 
 
 def _year_fraction(date: str) -> float:
@@ -18,8 +18,10 @@ def _year_fraction(date: str) -> float:
 def timeline(milestones: Sequence[Milestone] = MILESTONES, ax=None):
     """The 2013–2018 road from static vectors to BERT, one marker per paper, coloured by lesson."""
     if ax is None:
-        _, ax = plt.subplots(figsize=(11, 3.6))
+        _, ax = plt.subplots(figsize=TIMELINE_FIGSIZE)
     xs = [_year_fraction(m.date) for m in milestones]
+    # papers of the same month sit a little apart, so no marker hides another
+    xs = [x + 0.06 * sum(1 for p in milestones[:i] if p.date == m.date) for i, (x, m) in enumerate(zip(xs, milestones))]
     cmap = plt.get_cmap("tab10")
     ax.axhline(0, color="0.6", lw=1, zorder=0)
     placed: list[tuple[float, float]] = []  # (x, height) of labels drawn so far
@@ -43,7 +45,7 @@ def timeline(milestones: Sequence[Milestone] = MILESTONES, ax=None):
     ax.set_yticks([])
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
-    ax.set_title("How NLP learned to pretrain: the papers this book rebuilds")
+    ax.set_title("How NLP learned to pretrain: the papers this book retraces")
     return ax
 
 
