@@ -230,7 +230,7 @@ def train_tagger(task, idx, seed: int, point: dict, checkpoint, *, kind: str, ta
     scored = {"n_train_items": len(tags), "n_test_items": len(test_y)} if pooled else \
         {"n_train_tokens": int(sum(len(t) for t in tags)), "n_test_tokens": int(sum(len(t) for t in test_y))}
     return {"kind": kind, "tagger": tagger, "accuracy": acc, "curve": curve, "steps": steps, **scored,
-            "layer_weights": model.mix.weights.detach().tolist(), "gamma": float(model.mix.gamma)}
+            "layer_weights": model.mix.weights.detach().tolist(), "gamma": model.mix.gamma.item()}
 
 
 def method_name(tagger: str, kind: str) -> str:
