@@ -329,7 +329,8 @@ def plot_curves(summary: Sequence[dict[str, Any]], task: str, ax=None, points: S
     ax.set_ylabel("test error (%)")
     ax.set_title(f"{task}: error vs labels")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # an empty grid (a widget before any point) draws no legend
+        ax.legend(fontsize=8)
     return ax
 
 
