@@ -296,9 +296,12 @@ METHOD_STYLE = {"scratch": dict(color="tab:gray", marker="o", label="from scratc
                 "ulmfit": dict(color="tab:red", marker="^", label="ULMFiT, semi-supervised (all three stages)")}
 
 
-def plot_curves(summary: Sequence[dict[str, Any]], task: str, ax=None, points: Sequence[dict] = ()):
+def plot_curves(summary: Sequence[dict[str, Any]], task: str, ax=None, points: Sequence[dict] = (),
+                baselines: Sequence[dict[str, Any]] = ()):
     """Test error vs number of labels (log x), mean over seeds with a ±1 std band: the paper's Figure 3.
-    `points`: single runs drawn as dots on top (e.g. one trained live)."""
+    `points`: single runs drawn as dots on top (e.g. one trained live). `baselines`: summary rows of
+    the simple baselines (grid.summarize of majority, bow-lr, glove-lr, sgns-lr), drawn dashed and
+    labelled "(baseline)", so every method is seen beside them."""
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -313,6 +316,11 @@ def plot_curves(summary: Sequence[dict[str, Any]], task: str, ax=None, points: S
         style = METHOD_STYLE[method]
         ax.plot(n, err, marker=style["marker"], color=style["color"], label=f"{style['label']} (n={rows[0]['seeds']} seeds)")
         ax.fill_between(n, err - std, err + std, color=style["color"], alpha=0.15)
+    baseline_colors = {"majority": "k", "bow-lr": "tab:purple", "glove-lr": "tab:olive", "sgns-lr": "tab:brown"}
+    for method in dict.fromkeys(r["method"] for r in baselines if r["task"] == task):  # in the order given
+        rows = sorted((r for r in baselines if r["task"] == task and r["method"] == method), key=lambda r: r["n_labels"])
+        ax.plot([r["n_labels"] for r in rows], [100 * r["error"] for r in rows], ls="--", lw=1, marker="x",
+                color=baseline_colors.get(method, "tab:cyan"), label=f"{method} (baseline)")
     for p in points:
         ax.scatter([p["n_labels"]], [p["error"] * 100], s=90, facecolors="none", linewidths=2,
                    edgecolors=METHOD_STYLE.get(p["method"], {}).get("color", "k"), zorder=5)
@@ -321,8 +329,18 @@ def plot_curves(summary: Sequence[dict[str, Any]], task: str, ax=None, points: S
     ax.set_ylabel("test error (%)")
     ax.set_title(f"{task}: error vs labels")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # an empty grid (a widget before any point) draws no legend
+        ax.legend(fontsize=8)
     return ax
+
+
+def best_method(summary: Sequence[dict[str, Any]], task: str, n_labels: int,
+                methods: Sequence[str] | None = None) -> dict[str, Any] | None:
+    """The summary row with the lowest mean error on `task` at `n_labels` (among `methods`, default
+    every method in `summary`, baselines included); None when none of them ran at that count."""
+    rows = [r for r in summary if r["task"] == task and r["n_labels"] == n_labels
+            and (methods is None or r["method"] in methods)]
+    return min(rows, key=lambda r: r["error"], default=None)
 
 
 def ablation_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
