@@ -23,7 +23,7 @@ def test_stlr_start_peak_end():
     assert slanted_triangular(99, T) < 1.0 and slanted_triangular(101, T) < 1.0
 
 
-@pytest.mark.parametrize("T,cut_frac,ratio", [(1000, 0.1, 32), (350, 0.2, 10), (77, 0.1, 32)])
+@pytest.mark.parametrize("T,cut_frac,ratio", [(1000, 0.1, 32), (350, 0.2, 10), (770, 0.1, 32)])  # T·cut_frac whole: eq. 3 exactly
 def test_stlr_matches_equation_3_everywhere(T, cut_frac, ratio):
     for t in range(T + 1):
         assert slanted_triangular(t, T, cut_frac=cut_frac, ratio=ratio) == pytest.approx(
@@ -76,3 +76,11 @@ def test_constant_and_get_schedule():
     with pytest.raises(ValueError, match="unknown schedule"):
         get_schedule("triangle")
     assert set(schedules.SCHEDULES) == {"constant", "linear", "cosine", "stlr", "onecycle"}
+
+
+@pytest.mark.parametrize("T", [46, 47, 133, 999])
+def test_stlr_never_goes_below_its_floor_when_t_cut_frac_is_fractional(T):
+    values = [slanted_triangular(t, T) for t in range(T + 1)]
+    cut = int(T * 0.1)
+    assert min(values) >= 1 / 32 - 1e-12 and values[-1] == pytest.approx(1 / 32)
+    assert all(a >= b for a, b in zip(values[cut:], values[cut + 1:]))  # the descent only descends

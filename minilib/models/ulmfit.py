@@ -17,7 +17,7 @@ Three stages on one AWD-LSTM (minilib/models/awd_lstm.py):
     learner = fine_tune_classifier(clf, train, None, epochs=4, lr=1e-2)
 
 The three tricks of stage (c) (gradual unfreezing, discriminative LRs, STLR) are switches of
-fine_tune_classifier, so the lesson can take each one out (the paper's Table 6 ablations).
+fine_tune_classifier, so the lesson can take each one out (the paper's Table 7 ablations).
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def fine_tune_classifier(model: ULMFiTClassifier, train, valid=None, epochs: int
                          cut_frac: float = 0.1, ratio: float = 32, callbacks: Sequence[Callback] = (),
                          weight_decay: float = 0.01, clip: float | None = 1.0, progress: bool | str = False,
                          device=None) -> Learner:
-    """Stage (c), §3.3, with each trick switchable (for the ablations of the paper's Table 6).
+    """Stage (c), §3.3, with each trick switchable (for the ablations of the paper's Table 7).
 
     gradual_unfreezing: epoch 1 trains only the head (freeze_to(-1)), each later epoch unfreezes
         one more layer group, lowest last (freeze_to(-2), -3, ...); then everything trains.

@@ -67,8 +67,11 @@ def slanted_triangular(step: int, total: int, *, cut_frac: float = 0.1, ratio: f
     if step < cut:
         p = step / cut
     else:
-        p = 1 - (step - cut) / (cut * (1 / cut_frac - 1))
-    return (1 + p * (ratio - 1)) / ratio
+        # eq. 3 divides by cut·(1/cut_frac − 1), which is T − cut only when T·cut_frac is whole; with the
+        # floored cut it overshoots and the last steps' LR goes negative (T = 46: −0.10·η_max). T − cut
+        # reaches η_max/ratio at the last step whatever T is.
+        p = 1 - (step - cut) / max(1, total - cut)
+    return (1 + max(0.0, p) * (ratio - 1)) / ratio
 
 
 def one_cycle(step: int, total: int, *, pct_start: float = 0.25, div: float = 25.0,
