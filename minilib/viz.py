@@ -132,11 +132,12 @@ def source(obj, *, start: str | None = None, stop: str | None = None) -> str:
     import textwrap
 
     lines = inspect.getsource(obj).splitlines()
+    first = 0
     if start is not None:
         first = next((i for i, line in enumerate(lines) if start in line), None)
         if first is None:
             raise ValueError(f"{start!r} is not in the source of {obj.__qualname__}")
-        last = next((i for i in range(first + 1, len(lines)) if stop is not None and stop in lines[i]), len(lines))
-        lines = lines[first:last]
+    last = next((i for i in range(first + 1, len(lines)) if stop is not None and stop in lines[i]), len(lines))
+    lines = lines[first:last]
     where = f"{inspect.getmodule(obj).__name__}.{obj.__qualname__}"
     return f"`{where}`\n```python\n{textwrap.dedent(chr(10).join(lines)).rstrip()}\n```"

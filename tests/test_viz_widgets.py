@@ -323,5 +323,7 @@ def test_source_shows_the_running_code_or_one_part_of_it():
     assert whole.startswith("`minilib.models.elmo.ScalarMix`\n```python\nclass ScalarMix")
     part = viz.source(ScalarMix, start="def forward", stop="def ")
     assert part.splitlines()[2].startswith("def forward") and "class ScalarMix" not in part
+    head = viz.source(ScalarMix, stop="def forward")       # stop alone: from the top to it
+    assert "class ScalarMix" in head and "def forward" not in head
     with pytest.raises(ValueError, match="not in the source"):
         viz.source(ScalarMix, start="def backward")
