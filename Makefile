@@ -15,10 +15,14 @@ TORCH_INDEX ?=
 PROFILE     ?=
 SMOKE       := MINILIB_PROFILE=smoke
 STAMP       := $(VENV)/.installed
+# JupyterLab refuses to run as root (a container, a lab machine) unless told --allow-root
+ALLOW_ROOT  := $(if $(filter 0,$(shell id -u)),--allow-root)
+LAB_ARGS    ?=
 # torch threads wait passively: spin-waiting stalls small ops on a busy machine (minilib/__init__.py)
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup data lab test test-unit test-lessons widget-test lessons book clean-data help
+.PHONY: setup data lab lab-server test test-unit test-lessons widget-test lessons book book-test \
+        book-page-test screenshots browser datasheet clean-data help
 help:
 	@sed -n '2,4p' Makefile
 
@@ -38,11 +42,18 @@ data: setup
 	$(PY) -m minilib data fetch --all
 
 lab: data
-	$(if $(PROFILE),MINILIB_PROFILE=$(PROFILE)) $(BIN)/jupyter lab lessons/
+	@$(MAKE) --no-print-directory lab-server
 
-# The browser suite (tests/browser) is its own target, widget-test: it runs every lesson a second time.
-test: data
+# The server alone, as `make lab` starts it (tests/test_book_lab.py starts it this way and waits for it to answer).
+lab-server:
+	$(if $(PROFILE),MINILIB_PROFILE=$(PROFILE)) $(BIN)/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) lessons/
+
+# Unit tests, every lesson under nbval, then the HTML book built and its pages checked in chromium.
+# The live widget suite (tests/browser/test_widgets_live.py) stays in widget-test / book-test: it runs
+# every lesson a second time in JupyterLab, too long for CI on top of this.
+test: data browser book
 	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider --ignore=tests/browser tests lessons
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -p no:cacheprovider tests/browser/test_book.py
 
 test-unit: setup
 	$(BIN)/pytest -q --ignore=tests/browser tests
@@ -68,7 +79,33 @@ lessons: data
 	  MINILIB_PROFILE=$${PROFILE:-laptop} $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	    --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.store_widget_state=True "$$nb" || exit 1; done
 
-book: data
+# The HTML book in book/_build/html/ (open index.html): the lessons as committed, never re-executed.
+# Offline once the three npm packages it serves (MathJax, RequireJS, the widget manager) are cached.
+book: setup
+	$(PY) book/build.py
+
+# Debian's chromium and Playwright for Python, or one line and exit 2 (never Playwright's own browser download).
+browser: setup
+	@test -x $(CHROMIUM) || apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } || \
+	  { echo "chromium is missing and could not be installed: run 'apt-get install -y chromium' as root (Debian)"; exit 2; }
+	@$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install --quiet playwright || \
+	  { echo "playwright for Python is missing: run '$(PY) -m pip install playwright'"; exit 2; }
+
+# Every page of the book in headless chromium: no console error, no request to another host, images
+# decoded, internal links resolve, math typeset, static widgets drawn; writes two screenshots.
+book-page-test: book browser
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -p no:cacheprovider tests/browser/test_book.py
+
+# The page tests, then the live widget suite.
+book-test: book-page-test widget-test
+
+# PNG screenshots of two book pages in book/_build/screenshots/.
+screenshots: book browser
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -p no:cacheprovider tests/browser/test_book.py -k screenshots
+
+# Regenerate book/datasheet.md from the cached corpora (needs the data).
+datasheet: data
 	$(PY) -m minilib data datasheet --out book/datasheet.md
 
 clean-data:

@@ -100,9 +100,15 @@ _READ_PAGE = """() => ({
 
 
 @pytest.fixture(scope="session")
-def book_server():
-    """The built book on http://127.0.0.1:<free port>/ for the session."""
+def built_book() -> Path:
+    """book/_build/html/, built first if it is not there yet."""
     _build_if_missing()
+    return HTML
+
+
+@pytest.fixture(scope="session")
+def book_server(built_book):
+    """The built book on http://127.0.0.1:<free port>/ for the session."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
                                              functools.partial(_QuietHandler, directory=str(HTML)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -185,6 +191,20 @@ def _screenshots(page, base: str) -> None:
 
 
 # -- the checks ------------------------------------------------------------------------------------
+_REMOTE_TAG = re.compile(r"<(script|link|img|iframe|source|video|audio|embed|object)\b[^>]*\b(src|href|data)="
+                         r"[\"']?(https?:)?//[^\"'\s>]*", re.I)
+_REMOTE_CSS = re.compile(r"(url\(\s*[\"']?|@import\s+[\"'])(https?:)?//[^\"')\s]*", re.I)
+
+
+def test_no_tag_or_stylesheet_names_another_host(built_book):
+    """Read from the files, before any browser: what the pages would load from elsewhere."""
+    found = [f"{p.relative_to(built_book)}: {m.group(0)[:120]}" for p in built_book.rglob("*.html")
+             for m in _REMOTE_TAG.finditer(_read(p))]
+    found += [f"{p.relative_to(built_book)}: {m.group(0)[:120]}" for p in built_book.rglob("*.css")
+              for m in _REMOTE_CSS.finditer(_read(p))]
+    assert not found, "references to other hosts:\n" + "\n".join(found)
+
+
 def test_the_book_has_every_lesson_and_the_back_matter(visited):
     lessons = sorted(p.stem for p in (REPO / "lessons").glob("[0-9][0-9]-*.ipynb"))
     assert lessons, "no lessons found"
