@@ -6,7 +6,8 @@
 2. Vendor the JavaScript the pages need from pinned npm packages (MathJax 3, RequireJS, the
    ipywidgets HTML manager): fetched once with `npm pack`, checked against a sha256 and cached
    like the corpora ($MINILIB_DATA/raw/, minilib/data/sources.py), then copied into _static/vendor/.
-   A warm cache needs no network; a cold one without network stops with the npm command to run.
+   A warm cache needs no network (nor does a warm npm cache: `npm pack --prefer-offline`); with
+   neither and no network, the build stops with the npm command to run.
 3. Run Sphinx (myst-nb, furo) into book/_build/html/. myst-nb writes jupyter_execute/ beside
    it, in book/_build/ (ignored by git).
 
@@ -37,25 +38,38 @@ BUILD = BOOK / "_build"
 SRC = BUILD / "src"
 HTML = BUILD / "html"
 
+class NpmPackage(sources.Artifact):
+    """A pinned npm tarball fetched with `npm pack --prefer-offline`: npm's own cache answers first
+    (without it npm retries the registry for minutes when the network is off), the registry next;
+    the sha256 check decides either way."""
+
+    def command(self) -> list[str]:
+        return [*sources.client_command("npm"), "pack", "--prefer-offline", self.spec]
+
+
 # (artifact, the files the book needs from it, where they go under _static/vendor/, the folder
 #  inside the package that maps onto it). Pinned by version and by the sha256 of the npm tarball.
 VENDOR = [
-    (sources.Artifact("npm", "mathjax", "3.2.2", "mathjax-3.2.2.tgz",
+    (NpmPackage("npm", "mathjax", "3.2.2", "mathjax-3.2.2.tgz",
                       "1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09"),
      ("package/LICENSE", "package/package.json", "package/es5/tex-mml-chtml.js", "package/es5/input/*",
       "package/es5/output/*", "package/es5/ui/*", "package/es5/a11y/*", "package/es5/adaptors/*",
       "package/es5/sre/*"),
      "mathjax", "package/es5"),
-    (sources.Artifact("npm", "requirejs", "2.3.8", "requirejs-2.3.8.tgz",
+    (NpmPackage("npm", "requirejs", "2.3.8", "requirejs-2.3.8.tgz",
                       "777158e89275e16bd51aec3ef714fbcb5dc45789e7078659933bc814916d7dec"),
      ("package/require.js", "package/package.json"),
      "", "package"),
-    (sources.Artifact("npm", "@jupyter-widgets/html-manager", "1.0.15", "jupyter-widgets-html-manager-1.0.15.tgz",
+    (NpmPackage("npm", "@jupyter-widgets/html-manager", "1.0.15", "jupyter-widgets-html-manager-1.0.15.tgz",
                       "2b9d65cb7913e1c7d671757a10008b32c9c2448d4429513371e55c07d6107638"),
      ("package/package.json", "package/dist/embed-amd.js", "package/dist/embed.js.LICENSE.txt",
       "package/dist/*.woff2", "package/dist/*.woff", "package/dist/*.ttf", "package/dist/*.eot", "package/dist/*.svg"),
      "html-manager", "package/dist"),
 ]
+
+
+class VendorError(RuntimeError):
+    """A pinned npm package the pages need could not be fetched or did not verify."""
 
 
 class Stage:
@@ -102,7 +116,15 @@ def vendor(stage: Stage, log=print) -> list[dict]:
     """Fetch (or reuse) each pinned npm package and stage the files the pages load."""
     manifest = []
     for artifact, patterns, dest, inside in VENDOR:
-        root = sources.fetch_artifact(artifact, patterns, log=log, label=f"book: {artifact.package}")
+        try:
+            root = sources.fetch_artifact(artifact, patterns, log=log, label=f"book: {artifact.package}")
+        except sources.DataSourceError as exc:
+            why = next((line for line in str(exc).splitlines() if "error" in line.lower() and "log" not in line),
+                       str(exc).splitlines()[0])
+            raise VendorError(
+                f"cannot get {artifact.spec}, whose JavaScript the book serves ({why.strip()}). With the npm "
+                f"registry reachable, run `make book` again (the package is cached after that), or copy "
+                f"{artifact.filename} (sha256 {artifact.sha256}) into {sources.downloads_dir()}/.") from None
         base = root / inside
         files = sorted(p for p in base.rglob("*") if p.is_file() and p.name != "package.json")
         for f in files:
@@ -120,6 +142,7 @@ def vendor(stage: Stage, log=print) -> list[dict]:
 def stage_sources(log=print) -> dict:
     """Everything Sphinx reads, in SRC. Returns counts for the summary line."""
     stage = Stage(SRC)
+    manifest = vendor(stage, log=log)   # first: without its JavaScript there is no book to stage
     for f in sorted(BOOK.glob("*.md")) + [BOOK / "conf.py"]:
         stage.copy(f, f.name)
     for f in sorted((BOOK / "_static").rglob("*")):
@@ -134,7 +157,6 @@ def stage_sources(log=print) -> dict:
     results = book.results_pages(ROOT / "results")
     for name, text in results.items():
         stage.write(f"results/{name}.md", text)
-    manifest = vendor(stage, log=log)
     stage.prune()
     return {"lessons": len(lessons), "results pages": len(results), "vendored packages": len(manifest)}
 
@@ -165,7 +187,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         return build(clean=args.clean)
-    except sources.DataSourceError as exc:   # npm missing, offline with a cold cache, a checksum mismatch
+    except VendorError as exc:   # npm missing, offline with a cold cache, a checksum mismatch
         print(f"book: {exc}", file=sys.stderr)
         return 2
 

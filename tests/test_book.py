@@ -132,3 +132,17 @@ def test_non_point_json_in_a_family_folder_is_ignored(tmp_path):
                                           ({"mean": 0.5, "std": 0.01}, "0.5 ± 0.01"), ("a|b", "a\\|b")])
 def test_values_in_single_result_tables(value, shown):
     assert book._fmt(value) == shown
+
+
+def test_build_without_its_javascript_stops_with_one_line_saying_what_to_do(tmp_path):
+    """A cold cache and no npm (or no network): exit 2 and one line naming the package and the fix."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MINILIB_DATA": str(tmp_path / "cache"), "MINILIB_NPM": "/bin/false"}
+    proc = subprocess.run([sys.executable, str(REPO / "book" / "build.py")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("book: ")]
+    assert len(lines) == 1 and "mathjax@3.2.2" in lines[0] and "make book" in lines[0], proc.stderr

@@ -283,3 +283,36 @@ def test_screenshots_were_written(visited):
         assert path.is_file() and path.stat().st_size > 20_000, f"{path} is missing or nearly empty"
         with Image.open(path) as img:
             assert img.width >= 800 and img.height >= 600, f"{path}: {img.size}"
+
+
+def test_pages_with_math_and_widgets_also_work_from_file_urls(visited, tmp_path_factory):
+    """The README says: open book/_build/html/index.html, no server needed. Opened as file:// URLs,
+    the pages with math or widgets still typeset, draw and log no error, and ask nothing of the web."""
+    from playwright.sync_api import sync_playwright
+
+    pages = ["index.html"] + [p for p, r in visited.items() if r.math.get("formulas") or r.widgets.get("views")]
+    problems: dict[str, list] = {}
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("book-chromium-file")), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_ARGS)
+        page = context.new_page()
+        current: list[str] = []
+        page.on("console", lambda m: m.type == "error" and problems.setdefault(current[-1], []).append(m.text))
+        page.on("pageerror", lambda e: problems.setdefault(current[-1], []).append(f"uncaught: {e}"))
+        page.on("request", lambda r: not r.url.startswith(("file:", "data:", "blob:"))
+                and problems.setdefault(current[-1], []).append(f"request: {r.url}"))
+        for path in pages:
+            current.append(path)
+            page.goto((HTML / path).as_uri(), wait_until="load")
+            try:
+                page.wait_for_function(_WAIT_SETTLED, timeout=WIDGET_TIMEOUT_MS, polling=200)
+            except Exception as exc:
+                problems.setdefault(path, []).append(f"did not settle: {str(exc).splitlines()[0]}")
+            page.wait_for_timeout(300)
+            broken = page.evaluate("() => [...document.images].filter(i => !i.naturalWidth).map(i => i.src)")
+            if broken:
+                problems.setdefault(path, []).append(f"images with no pixels: {broken}")
+        context.close()
+    assert len(pages) > 1
+    assert not problems, f"opened from file:// URLs: {problems}"
