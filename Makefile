@@ -53,7 +53,7 @@ lab-server:
 # every lesson a second time in JupyterLab, too long for CI on top of this.
 test: data browser book
 	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env -p no:cacheprovider --ignore=tests/browser tests lessons
-	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -p no:cacheprovider tests/browser/test_book.py
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -s -p no:cacheprovider tests/browser/test_book.py
 
 test-unit: setup
 	$(BIN)/pytest -q --ignore=tests/browser tests
@@ -95,7 +95,7 @@ browser: setup
 # Every page of the book in headless chromium: no console error, no request to another host, images
 # decoded, internal links resolve, math typeset, static widgets drawn; writes two screenshots.
 book-page-test: book browser
-	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -p no:cacheprovider tests/browser/test_book.py
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -s -p no:cacheprovider tests/browser/test_book.py
 
 # The page tests, then the live widget suite.
 book-test: book-page-test widget-test

@@ -15,7 +15,8 @@ what happened; the tests below then read that record:
 - math is typeset by the book's own MathJax (an mjx-container per formula, no TeX error);
 - every static widget is drawn from the state saved in its notebook.
 
-The pass also writes two screenshots to book/_build/screenshots/ (`make screenshots`).
+The pass also writes two screenshots to book/_build/screenshots/ (`make screenshots`) and its
+counts to book/_build/page-test-summary.json.
 If the book is not built yet, the fixture builds it (book/build.py).
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import functools
 import http.server
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -166,14 +168,17 @@ def visited(book_server, tmp_path_factory):
             records[path] = rec
         _screenshots(page, book_server)
         context.close()
-    n = len(records)
-    print(f"\nbook pages checked: {n} in {time.monotonic() - t0:.1f} s; images "
-          f"{sum(len(r.images) for r in records.values())}; links "
-          f"{sum(len(r.links) for r in records.values())}; external requests "
-          f"{sum(len(r.external) for r in records.values())}; console errors "
-          f"{sum(len(r.console_errors) for r in records.values())}; formulas "
-          f"{sum(r.math.get('formulas', 0) for r in records.values())}; static widgets "
-          f"{sum(r.widgets.get('views', 0) for r in records.values())}")
+    summary = {"pages": len(records), "seconds": round(time.monotonic() - t0, 1),
+               "images": sum(len(r.images) for r in records.values()),
+               "links": sum(len(r.links) for r in records.values()),
+               "internal links": sum(1 for r in records.values() for h in r.links if h.startswith(book_server)),
+               "external requests": sum(len(r.external) for r in records.values()),
+               "console errors": sum(len(r.console_errors) for r in records.values()),
+               "failed requests": sum(len(r.failed) for r in records.values()),
+               "formulas": sum(r.math.get("formulas", 0) for r in records.values()),
+               "static widgets": sum(r.widgets.get("views", 0) for r in records.values())}
+    (HTML.parent / "page-test-summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print("\nbook page test: " + ", ".join(f"{k} {v}" for k, v in summary.items()))
     return records
 
 
