@@ -158,9 +158,10 @@ def grid_table(points: Sequence[dict[str, Any]]) -> tuple[str, int]:
                 row.append("–")
                 continue
             mean, std = _mean_std(errors)
-            text = f"{100 * mean:.1f}" + (f" ± {100 * std:.1f}" if std is not None else "")
+            # no-break spaces: a cell never wraps inside its number
+            text = f"{100 * mean:.1f}" + (f"\u00a0±\u00a0{100 * std:.1f}" if std is not None else "")
             if len(errors) != usual:
-                text += f" (n={len(errors)})"
+                text += f"\u00a0(n={len(errors)})"
             row.append(text)
         rows.append(f"| `{m}` | " + " | ".join(row) + " |")
     return "\n".join(rows), usual

@@ -83,6 +83,7 @@ def test_grid_table_mean_and_sample_std_over_seeds_with_all_last(tmp_path):
     assert usual == 3
     header, _, *rows = table.splitlines()
     assert header == "| method | 100 | all |"                       # numbers first, then 'all'
+    rows = [r.replace("\u00a0", " ") for r in rows]                  # cells hold no-break spaces
     assert rows[0] == "| `scratch` | 45.0 ± 7.1 (n=2) | – |"         # a seed count other than 3 is marked
     assert rows[1] == "| `ulmfit` | 20.0 ± 10.0 | 5.0 ± 0.0 |"          # sample std: 0.1 over (0.1, 0.2, 0.3)
     page = book.family_page("fam", book.load_points(fam))
