@@ -29,14 +29,16 @@ FULL_CITATIONS: dict[str, tuple[str, str]] = {
     "word2vec": ("Mikolov, T., Chen, K., Corrado, G., Dean, J.", "arXiv:1301.3781"),
     "SGNS": ("Mikolov, T., Sutskever, I., Chen, K., Corrado, G., Dean, J.", "arXiv:1310.4546"),
     "GloVe": ("Pennington, J., Socher, R., Manning, C. D.", "doi:10.3115/v1/D14-1162"),
-    "LM pretraining for classifiers": ("Dai, A. M., Le, Q. V.", "arXiv:1511.01432"),
+    "Dai & Le": ("Dai, A. M., Le, Q. V.", "arXiv:1511.01432"),
+    "big LSTM LMs": ("Jozefowicz, R., Vinyals, O., Schuster, M., Shazeer, N., Wu, Y.", "arXiv:1602.02410"),
     "Transformer": ("Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N., Kaiser, Ł., "
                     "Polosukhin, I.", "arXiv:1706.03762"),
+    "CoVe": ("McCann, B., Bradbury, J., Xiong, C., Socher, R.", "arXiv:1708.00107"),
     "AWD-LSTM": ("Merity, S., Keskar, N. S., Socher, R.", "arXiv:1708.02182"),
     "ULMFiT": ("Howard, J., Ruder, S.", "arXiv:1801.06146"),
     "ELMo": ("Peters, M. E., Neumann, M., Iyyer, M., Gardner, M., Clark, C., Lee, K., Zettlemoyer, L.",
              "arXiv:1802.05365"),
-    "GPT": ("Radford, A., Narasimhan, K., Salimans, T., Sutskever, I.", "OpenAI technical report"),
+    "GPT": ("Radford, A., Narasimhan, K., Salimans, T., Sutskever, I.", ""),
     "BERT": ("Devlin, J., Chang, M.-W., Lee, K., Toutanova, K.", "arXiv:1810.04805"),
 }
 
@@ -97,7 +99,7 @@ def citation(m: Milestone) -> str:
     """`Authors (year). Title. *Venue*. identifier (first public release YYYY-MM).`"""
     authors, ident = FULL_CITATIONS.get(m.name, (m.authors, ""))
     year = m.date.split("-")[0]
-    tail = f" {ident}" + ("." if ident and not ident.endswith(".") else "")
+    tail = f" {ident}." if ident else ""
     return f"{authors} ({year}). {m.paper}. *{m.venue}*.{tail} First public release {m.date}."
 
 
