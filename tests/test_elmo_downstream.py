@@ -122,6 +122,7 @@ def test_label_count_messages():
 
 @pytest.mark.data
 def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, monkeypatch):
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")  # the panel names the profile it reads; not the machine's default
     ckpt, config, results, _ = toy_task
     for arm in ("static", "elmo", "static+elmo"):
         ed.run_point(arm, 40, 0, ckpt, config, results_dir=results)

@@ -6,7 +6,7 @@ piece is named here after the section of the paper it comes from:
     EmbeddingDropout    §4.3  drop whole words: rows of the embedding matrix
     LockedDropout       §4.2  variational dropout: one mask per sequence, shared over time
     WeightDropLSTM      §2    DropConnect on the hidden-to-hidden weights, nn.LSTM (cuDNN) kept
-    AWDLSTM.decoder     §4.5  tied weights: decoder weight = embedding weight
+    AWDLSTM.decoder     §4.4  tied weights: decoder weight = embedding weight
     ar_tar, ARTAR       §4.6  activation and temporal activation regularisation
     VariableBPTTStream  §4.1  variable-length BPTT, with SeqLenLR rescaling the LR
 
@@ -37,7 +37,7 @@ _DROPOUTS = ("dropoute", "dropouti", "dropouth", "dropout", "wdrop")
 @dataclass
 class AWDLSTMConfig:
     vocab_size: int          # rows of the embedding, and of the tied decoder
-    emb_size: int = 400      # §5: word vectors of 400; also the last LSTM layer's size (tied weights, §4.5)
+    emb_size: int = 400      # §5: word vectors of 400; also the last LSTM layer's size (tied weights §4.4, independent sizes §4.5)
     hidden_size: int = 1150  # §5: 1150 units in every LSTM layer but the last
     n_layers: int = 3        # §5: three LSTM layers
     dropoute: float = 0.1    # §4.3 embedding dropout: P(a word type is dropped from the whole batch)
@@ -181,7 +181,7 @@ class AWDLSTMEncoder(nn.Module):
 
 
 class AWDLSTM(nn.Module):
-    """The AWD-LSTM language model: the encoder and a decoder tied to its embedding (§4.5).
+    """The AWD-LSTM language model: the encoder and a decoder tied to its embedding (§4.4).
 
     model(x) -> logits (B, T, V). model(x, y) -> the mean cross-entropy, and in training
     (loss, {"ar": ..., "tar": ...}) so the ARTAR callback can add §4.6's terms. Use it
@@ -193,7 +193,7 @@ class AWDLSTM(nn.Module):
         self.cfg = cfg
         self.encoder = AWDLSTMEncoder(cfg)
         self.decoder = nn.Linear(cfg.emb_size, cfg.vocab_size)
-        self.decoder.weight = self.encoder.embedding.weight  # §4.5 weight tying: one (V, E) matrix
+        self.decoder.weight = self.encoder.embedding.weight  # §4.4 weight tying: one (V, E) matrix
         nn.init.zeros_(self.decoder.bias)
 
     def reset(self) -> None:
