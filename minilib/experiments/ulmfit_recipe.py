@@ -48,6 +48,11 @@ def config_of(candidate: str, profile: str | None = None) -> se.SampleEfficiency
     return dataclasses.replace(se.SIZES[profile or runtime.profile()], **CANDIDATES[candidate])
 
 
+def _points(methods: Sequence[str], label_counts):
+    """(label count, method, candidate) of every point of the search, in the order it runs."""
+    return [(n, m, c) for n in label_counts for m in methods for c in candidates_for(m)]
+
+
 def run(task: str, methods: Sequence[str] = ("scratch", "ulmfit"), seed: int = 0, label_counts=None,
         log=print) -> list[dict[str, Any]]:
     """Every (candidate, method, label count) point on `task`'s validation task; cached."""
@@ -57,17 +62,15 @@ def run(task: str, methods: Sequence[str] = ("scratch", "ulmfit"), seed: int = 0
     if not ckpt.exists():  # the smoke profile has no LM of its own: it tunes from the shipped one
         ckpt = se.default_checkpoint("laptop")
     rows = []
-    for n in label_counts or LABELS[prof]:
-        for method in methods:
-            for candidate in candidates_for(method):
-                config = config_of(candidate, prof)
-                row = grid.run_point(valid, n, method, seed, threads=config.threads, checkpoint=ckpt,
-                                     settings=se.settings(config), results_dir=RESULTS / slug(candidate),
-                                     valid_curve=True)
-                rows.append({**row, "candidate": candidate})
-                if log:
-                    log(f"{valid.name} n={row['n_labels']:<5} {method:8s} {candidate:36s} held-out error "
-                        f"{row['error']:.3f} (best epoch {best_epoch(row)}, {row['seconds']:.0f} s)")
+    for n, method, candidate in _points(methods, label_counts or LABELS[prof]):
+        config = config_of(candidate, prof)
+        row = grid.run_point(valid, n, method, seed, threads=config.threads, checkpoint=ckpt,
+                             settings=se.settings(config), results_dir=RESULTS / slug(candidate),
+                             valid_curve=True)
+        rows.append({**row, "candidate": candidate})
+        if log:
+            log(f"{valid.name} n={row['n_labels']:<5} {method:8s} {candidate:36s} held-out error "
+                f"{row['error']:.3f} (best epoch {best_epoch(row)}, {row['seconds']:.0f} s)")
     return rows
 
 
@@ -75,14 +78,12 @@ def cached_rows(task: str, profile: str = "laptop", methods: Sequence[str] = ("s
     """Every cached point of `run` for `task` at `profile` (what the lesson plots; nothing trains)."""
     valid = tasks.get(task).validation()
     rows = []
-    for n in LABELS[profile]:
-        for method in methods:
-            for candidate in candidates_for(method):
-                row = grid.cached_point(valid, n, method, 0, profile, checkpoint=se.default_checkpoint(profile),
-                                        settings=se.settings(config_of(candidate, profile)),
-                                        results_dir=RESULTS / slug(candidate))
-                if row is not None:
-                    rows.append({**row, "candidate": candidate})
+    for n, method, candidate in _points(methods, LABELS[profile]):
+        row = grid.cached_point(valid, n, method, 0, profile, checkpoint=se.default_checkpoint(profile),
+                                settings=se.settings(config_of(candidate, profile)),
+                                results_dir=RESULTS / slug(candidate))
+        if row is not None:
+            rows.append({**row, "candidate": candidate})
     return rows
 
 

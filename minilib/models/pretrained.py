@@ -14,6 +14,7 @@ class each kind needs, so `load_pretrained(path)` rebuilds any of them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -62,7 +63,15 @@ def sidecar(path: str | Path) -> Path:
 
 
 def file_sha256(path: str | Path) -> str:
-    """The checkpoint's identity in every results cache."""
+    """The checkpoint's identity in every results cache (hashed once per file version: reading a
+    cached grid asks for it at every point)."""
+    p = Path(path).resolve()
+    st = p.stat()
+    return _sha256(str(p), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
