@@ -134,10 +134,51 @@ def pretrain_elmo_command(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- gpt
+
+GPT_WORDS = {"smoke": 60_000, "laptop": None, "full": None}  # train words; None = the whole train split
+
+
+def add_gpt_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", choices=runtime.PROFILES, default=None,
+                   help="size profile (default: $MINILIB_PROFILE or the device's default)")
+    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps of the schedule (default: per profile)")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then cosine to 0)")
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests; the run then counts as finished)")
+    add_run_arguments(p, "gpt")
+
+
+def pretrain_gpt_command(args: argparse.Namespace) -> int:
+    """GPT-1 (Radford et al. 2018) on pretraining_corpus('train') in byte-level BPE, held-out loss on 'valid'."""
+    from minilib import data
+    from minilib.data.tokenizer import pretrained_tokenizer
+    from minilib.recipes.gpt import GPTPretrainConfig, pretrain_gpt
+
+    prof = args.profile or runtime.profile()
+    words = runtime.pick(GPT_WORDS, prof) if args.words is None else (args.words or None)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr)) if v is not None}
+    cfg = GPTPretrainConfig.for_profile(prof, seed=args.seed, **overrides)
+    out = args.out or provenance.REPO_ROOT / "checkpoints" / f"gpt-{prof}.pt"
+    ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
+    m = pretrain_gpt(cfg, data.pretraining_corpus("train", max_words=words), data.pretraining_corpus("valid"),
+                     out, pretrained_tokenizer("bpe", prof), progress=False if args.progress == "off" else "console",
+                     checkpoint_dir=ckpt_dir, resume=not args.no_resume, max_steps=args.max_steps,
+                     extra_meta=dict(command=_command_line(args), profile=prof, threads=torch.get_num_threads()))
+    size_mb = Path(out).stat().st_size / 1e6
+    print(f"trained {m['train_tokens_seen']:,} tokens at {m['tokens_per_s']:,.0f} tokens/s ({torch.get_num_threads()} threads)")
+    print(f"wrote {out} ({size_mb:.1f} MB) and {Path(out).with_suffix('.json').name}: held-out "
+          f"{m['valid_nats_per_token']:.3f} nats/token, {m['valid_bits_per_byte']:.3f} bits/byte")
+    return 0
+
+
 PRETRAINERS: dict[str, Pretrainer] = {
     "awd-lstm": Pretrainer("AWD-LSTM language model (Merity et al. 2017), ULMFiT's stage (a)",
                            add_awd_arguments, awd_lstm_command),
     "elmo": Pretrainer("ELMo's char-CNN biLM (Peters et al. 2018)", add_elmo_arguments, pretrain_elmo_command),
+    "gpt": Pretrainer("GPT-1's Transformer decoder (Radford et al. 2018)", add_gpt_arguments, pretrain_gpt_command),
 }
 
 

@@ -85,6 +85,38 @@ class VariableBPTTStream(LMStream):
             start += seq_len
 
 
+class RandomWindows:
+    """nanoGPT's batches for a Transformer LM: each batch is `batch_size` windows of `block_size` + 1
+    consecutive tokens at random offsets of one long stream; x = window[:-1], y = window[1:].
+
+    A Transformer carries no state between batches, so windows need not continue each other, and
+    random offsets put every token at every distance from a window's start over training. An
+    "epoch" is `steps` batches; offsets come from a generator seeded by (seed, epoch), so a
+    resumed run draws the same batches.
+    """
+
+    def __init__(self, ids, batch_size: int, block_size: int, steps: int, seed: int = 0):
+        self.ids = np.asarray(ids)
+        if len(self.ids) <= block_size + 1:
+            raise ValueError(f"a stream of {len(self.ids)} tokens is too short for block_size={block_size}: "
+                             f"use more text or a shorter block")
+        self.batch_size, self.block_size, self.steps, self.seed, self.epoch = batch_size, block_size, steps, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self):
+        rng = np.random.default_rng((self.seed, self.epoch))
+        span = np.arange(self.block_size + 1)
+        for _ in range(self.steps):
+            starts = rng.integers(0, len(self.ids) - self.block_size - 1, self.batch_size)
+            w = torch.from_numpy(self.ids[starts[:, None] + span].astype(np.int64))   # (B, block_size + 1)
+            yield w[:, :-1], w[:, 1:]
+
+
 def encode_texts(texts: Iterable[str], vocab: Vocab, bos: str | None = EOS) -> list[np.ndarray]:
     """Each text as int64 token ids, starting with `bos` when the vocabulary has it (fastai's xxbos)."""
     start = [vocab.stoi[bos]] if bos is not None and bos in vocab else []

@@ -311,14 +311,22 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
     d = json.loads(path.read_text(encoding="utf-8"))
     if "itos" in d:
         return WordTokenizer(Vocab.load(path))
-    kind = (d.get("model") or {}).get("type")
-    if kind in ("BPE", "WordPiece"):
-        from tokenizers import Tokenizer as HF
+    try:
+        return load_tokenizer_json(path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise ValueError(f"{path} is not a tokenizer file this library wrote (a Vocab JSON with 'itos', "
+                         f"or a `tokenizers` JSON with a BPE or WordPiece model)") from None
 
-        hf = HF.from_str(json.dumps(d))
-        return ByteLevelBPE(hf) if kind == "BPE" else WordPieceTokenizer(hf)
-    raise ValueError(f"{path} is not a tokenizer file this library wrote (a Vocab JSON with 'itos', "
-                     f"or a `tokenizers` JSON with a BPE or WordPiece model)")
+
+def load_tokenizer_json(text: str) -> SubwordTokenizer:
+    """A byte-level BPE or WordPiece tokenizer from the `tokenizers` JSON `text` (`hf.to_str()`)."""
+    kind = (json.loads(text).get("model") or {}).get("type")
+    if kind not in ("BPE", "WordPiece"):
+        raise ValueError(f"not a `tokenizers` JSON with a BPE or WordPiece model (model type {kind!r})")
+    from tokenizers import Tokenizer as HF
+
+    hf = HF.from_str(text)
+    return ByteLevelBPE(hf) if kind == "BPE" else WordPieceTokenizer(hf)
 
 
 def pretrained_tokenizer(kind: str, profile: str | None = None) -> Tokenizer:

@@ -71,3 +71,49 @@ def evaluate_lm(model, ids, batch_size: int = 32, bptt: int = 64) -> float:
             model.reset()
         model.train(was_training)
     return total / n_targets
+
+
+def windowed_nats(model, ids, block_size: int, stride: int | None = None, batch_size: int = 16) -> tuple[float, int]:
+    """(total nats, tokens scored) of a fixed-context LM (ids (B, T) -> (logits, _)) on the stream `ids`:
+    every token after the first is scored exactly once, from windows of `block_size` tokens that
+    advance by `stride` (default block_size // 2), each scoring only its last `stride` tokens, so
+    every scored token but the first window's sees at least block_size - stride tokens of context.
+    A stride of block_size cuts the text into independent blocks (each block's first tokens then
+    see almost nothing). Sums in float64; the model runs in eval mode under no_grad.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    ids = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+    stride = stride or block_size // 2
+    if len(ids) < 2 or not 0 < stride <= block_size:
+        raise ValueError(f"need ≥ 2 ids and 0 < stride ≤ block_size; got {len(ids)} ids, stride={stride}")
+    windows, a = [], 1                             # a: the first target not yet scored
+    while a < len(ids):
+        b = min(len(ids), a + (block_size if a == 1 else stride))   # score targets a .. b-1
+        s = max(0, b - 1 - block_size)                              # inputs ids[s : b-1], at most block_size
+        windows.append((s, b, a - 1 - s))                           # (start, end, first scored position)
+        a = b
+    param = next(model.parameters())
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    try:
+        with torch.no_grad():
+            for i in range(0, len(windows), batch_size):
+                chunk = windows[i:i + batch_size]
+                n = max(b - 1 - s for s, b, _ in chunk)
+                x = torch.zeros(len(chunk), n, dtype=torch.long)
+                y = torch.full((len(chunk), n), -100, dtype=torch.long)
+                for row, (s, b, first) in enumerate(chunk):
+                    x[row, :b - 1 - s] = ids[s:b - 1]
+                    y[row, first:b - 1 - s] = ids[s + 1 + first:b]
+                out = model(x.to(param.device))
+                logits = out[0] if isinstance(out, tuple) else out
+                nll = F.cross_entropy(logits.double().flatten(0, 1), y.flatten().to(param.device),
+                                      ignore_index=-100, reduction="sum")
+                total += float(nll)
+                count += int((y != -100).sum())
+    finally:
+        model.train(was_training)
+    return total, count

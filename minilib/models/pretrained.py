@@ -27,9 +27,12 @@ from torch import nn
 
 from minilib import provenance, runtime
 from minilib.runtime import UsageError
+from minilib.data.tokenizer import SubwordTokenizer, load_tokenizer_json
 from minilib.data.vocab import Vocab
 from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
 from minilib.models.elmo import BiLM, ELMoConfig
+from minilib.models.gpt import GPT
+from minilib.models.transformer import TransformerConfig
 
 FORMAT = "minilib-pretrained-v1"
 
@@ -44,12 +47,13 @@ class ModelKind:
 KINDS: dict[str, ModelKind] = {
     "awd-lstm": ModelKind(AWDLSTM, AWDLSTMConfig, {"decoder.weight": "encoder.embedding.weight"}),
     "elmo": ModelKind(BiLM, ELMoConfig),
+    "gpt": ModelKind(GPT, TransformerConfig, {"head.weight": "tok_emb.weight"}),
 }
 
 
 class Pretrained(NamedTuple):
     model: nn.Module     # in eval mode, float32
-    vocab: Vocab
+    vocab: Vocab | SubwordTokenizer   # a word Vocab (awd-lstm, elmo) or the subword tokenizer (gpt)
     meta: dict[str, Any]
 
 
@@ -95,15 +99,18 @@ def kind_of(model: nn.Module) -> str:
     raise CheckpointError(f"no checkpoint kind for {type(model).__name__}: add it to KINDS in {__name__}")
 
 
-def save_pretrained(path: str | Path, model: nn.Module, vocab: Vocab, meta: dict[str, Any]) -> None:
-    """Atomically write `path` (the model in half precision, its config, vocabulary and meta) and its JSON."""
+def save_pretrained(path: str | Path, model: nn.Module, vocab: Vocab | SubwordTokenizer, meta: dict[str, Any]) -> None:
+    """Atomically write `path` (the model in half precision, its config, vocabulary or subword
+    tokenizer, and meta) and its JSON."""
     path, kind = Path(path), kind_of(model)
     meta = json.loads(json.dumps({**meta, "model": kind}, default=str))  # plain JSON types for weights_only=True
+    if isinstance(vocab, SubwordTokenizer):   # the tokenizer's own JSON travels inside the checkpoint
+        words = {"tokenizer": vocab.hf.to_str()}
+    else:
+        words = {"vocab": {"itos": list(vocab.itos), "counts": vocab.counts.tolist(), "unk": vocab.unk}}
     buffer = io.BytesIO()
     torch.save({"format": FORMAT, "model": kind, "config": dataclasses.asdict(model.cfg),
-                "state": half_state(model, tuple(KINDS[kind].tied)),
-                "vocab": {"itos": list(vocab.itos), "counts": vocab.counts.tolist(), "unk": vocab.unk},
-                "meta": meta}, buffer)
+                "state": half_state(model, tuple(KINDS[kind].tied)), **words, "meta": meta}, buffer)
     provenance.atomic_write_bytes(path, buffer.getvalue())
     provenance.write_json(sidecar(path), {**meta, "checkpoint": path.name, "checkpoint_bytes": path.stat().st_size})
 
@@ -130,6 +137,8 @@ def load_pretrained(path: str | Path, kind: str | None = None, device: str | tor
     for weight, source in spec.tied.items():
         state[weight] = state[source]
     model.load_state_dict(state)
-    v = ckpt["vocab"]
     model = model.to(runtime.device(str(device)) if device else "cpu").eval()
+    if "tokenizer" in ckpt:
+        return Pretrained(model, load_tokenizer_json(ckpt["tokenizer"]), ckpt["meta"])
+    v = ckpt["vocab"]
     return Pretrained(model, Vocab(v["itos"], v["counts"], unk=v["unk"]), ckpt["meta"])

@@ -105,6 +105,24 @@ def attention_mask_4d(T: int, causal: bool, attention_mask: torch.Tensor | None,
     return (mask | torch.eye(T, dtype=torch.bool, device=device)).reshape(-1, 1, T, T)
 
 
+class LayerCache:
+    """One block's keys and values of the positions already read: a decoder that generates one token at
+    a time computes each position's K and V once (a KV cache) instead of re-reading the whole prefix."""
+
+    def __init__(self):
+        self.k: torch.Tensor | None = None                      # (B, nh, T_past, hs)
+        self.v: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.k is None else self.k.size(2)
+
+    def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append the new positions' k, v (B, nh, T_new, hs); return all of them (B, nh, T_past + T_new, hs)."""
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=2)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=2)
+        return self.k, self.v
+
+
 class MultiHeadAttention(nn.Module):
     """n_head attention heads side by side (paper §3.2.2), with one fused Q/K/V projection."""
 
@@ -115,11 +133,20 @@ class MultiHeadAttention(nn.Module):
         self.proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=cfg.bias)     # W^O: heads concatenated → d_model
         self.attn_dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x: (B, T, C). mask: None (causal or full, from the config) or a bool mask from `attention_mask_4d`."""
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                cache: LayerCache | None = None) -> torch.Tensor:
+        """x: (B, T, C). mask: None (causal or full, from the config) or a bool mask from `attention_mask_4d`.
+        cache: the keys and values of earlier positions (causal models only); x's are appended to it."""
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)                               # each (B, T, C)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hs)
+        if cache is not None and len(cache):
+            past = len(cache)
+            k, v = cache.extend(k, v)                                       # (B, nh, past + T, hs)
+            # query t (at position past + t) sees every cached key and the new ones up to itself
+            mask = torch.ones(T, past + T, dtype=torch.bool, device=x.device).tril(diagonal=past)
+        elif cache is not None:
+            cache.extend(k, v)
         if self.fast:  # the same function as `attention`, computed by a fused kernel (flash on a GPU)
             p = self.attn_dropout.p if self.training else 0.0
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
@@ -181,11 +208,12 @@ class Block(nn.Module):
         self.mlp = MLP(cfg)
         self.dropout = nn.Dropout(cfg.dropout)  # §5.4 residual dropout: on each sub-layer's output, before the add
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:  # (B, T, C) → (B, T, C)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                cache: LayerCache | None = None) -> torch.Tensor:  # (B, T, C) → (B, T, C)
         if self.pre_norm:
-            x = x + self.dropout(self.attn(self.ln_1(x), mask))
+            x = x + self.dropout(self.attn(self.ln_1(x), mask, cache))
             return x + self.dropout(self.mlp(self.ln_2(x)))
-        x = self.ln_1(x + self.dropout(self.attn(x, mask)))
+        x = self.ln_1(x + self.dropout(self.attn(x, mask, cache)))
         return self.ln_2(x + self.dropout(self.mlp(x)))
 
 
@@ -292,24 +320,33 @@ class TransformerLM(nn.Module):
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
 
+    def new_cache(self) -> list[LayerCache]:
+        """An empty KV cache, one `LayerCache` per block, for `hidden(..., cache=)` (causal models)."""
+        return [LayerCache() for _ in self.blocks]
+
     def hidden(self, idx: torch.Tensor, attention_mask: torch.Tensor | None = None,
-               extra_embeddings: torch.Tensor | None = None) -> torch.Tensor:
+               extra_embeddings: torch.Tensor | None = None, cache: list[LayerCache] | None = None) -> torch.Tensor:
         """(B, T) ids → (B, T, C) top-layer states. attention_mask: (B, T), 1 at real tokens, 0 at padding.
-        extra_embeddings: (B, T, C) added to the input, e.g. BERT's segment embeddings."""
+        extra_embeddings: (B, T, C) added to the input, e.g. BERT's segment embeddings.
+        cache: from `new_cache()`; idx then continues the positions already in it (generation)."""
         B, T = idx.shape
-        if T > self.cfg.block_size:
-            raise ValueError(f"sequence of {T} tokens, but block_size={self.cfg.block_size}: "
+        start = len(cache[0]) if cache else 0                                 # positions already read
+        if start + T > self.cfg.block_size:
+            raise ValueError(f"sequence of {start + T} tokens, but block_size={self.cfg.block_size}: "
                              f"cut it or build the model with a larger block_size")
+        if cache is not None and (not self.cfg.causal or attention_mask is not None):
+            raise ValueError("a KV cache is for a causal model without padding (generation)")
         x = self.tok_emb(idx)                                                # (B, T, C)
         if self.cfg.scale_embeddings:
             x = x * math.sqrt(self.cfg.n_embd)
-        x = x + (self.pos_emb.weight[:T] if self.cfg.positions == "learned" else self.pos_table[:T])  # + (T, C)
+        positions = self.pos_emb.weight if self.cfg.positions == "learned" else self.pos_table
+        x = x + positions[start:start + T]                                   # + (T, C)
         if extra_embeddings is not None:
             x = x + extra_embeddings
         x = self.dropout(x)
         mask = None if attention_mask is None else attention_mask_4d(T, self.cfg.causal, attention_mask)
-        for block in self.blocks:
-            x = block(x, mask)
+        for i, block in enumerate(self.blocks):
+            x = block(x, mask, cache[i] if cache is not None else None)
         return self.ln_f(x)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None,

@@ -1,0 +1,161 @@
+"""Pretraining GPT (Radford et al. 2018, §4.1): next-token prediction on the pretraining corpus in
+byte-level BPE, AdamW with linear warm-up and cosine decay to 0, random windows of the token stream;
+the held-out loss and an fp16 snapshot at every `eval_every` steps (tokens seen → held-out loss, for
+chapter 06's zero-shot curve and chapter 08's flywheel); the checkpoint in the one pretrained format.
+
+    cfg = GPTPretrainConfig.for_profile("laptop")
+    metrics = pretrain_gpt(cfg, pretraining_corpus("train"), pretraining_corpus("valid"),
+                           "checkpoints/gpt-laptop.pt", checkpoint_dir=".cache/pretrain/gpt-laptop")
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from minilib import provenance, runtime
+from minilib.data.batching import RandomWindows
+from minilib.data.corpora import documents_fingerprint
+from minilib.eval.perplexity import windowed_nats
+from minilib.models.gpt import GPT, gpt_config
+from minilib.models.pretrained import half_state, round_to_half, save_pretrained
+from minilib.train import Learner
+from minilib.train.callbacks import Callback, StopAfter, TokenClock
+
+
+@dataclass(frozen=True)
+class GPTPretrainConfig:
+    profile: str = "laptop"        # the model's size: models.gpt.GPT_SIZES
+    batch_size: int = 32           # windows per step (GPT-1 §4.1: 64 × 512 tokens)
+    steps: int = 3_000             # optimizer steps; tokens seen = steps × batch_size × block_size
+    lr: float = 1e-3               # peak LR (GPT-1: 2.5e-4 for 117M parameters; a small model takes more)
+    warmup: float = 0.03           # fraction of steps of linear warm-up from 0 (GPT-1: 2,000 updates)
+    weight_decay: float = 0.01     # GPT-1 §4.1: "modified L2 regularization, w = 0.01" on weights, not biases/gains
+    clip: float = 1.0              # global gradient-norm clip
+    eval_every: int = 250          # steps between held-out scores and snapshots (and resumable checkpoints)
+    valid_tokens: int = 100_000    # held-out BPE tokens scored at each evaluation
+    seed: int = 0
+
+    @classmethod
+    def for_profile(cls, profile: str, **overrides) -> "GPTPretrainConfig":
+        sizes = {"smoke": dict(batch_size=8, steps=40, eval_every=20, valid_tokens=2_000),
+                 # 3,000 × 32 × 128 = 12.3M tokens, ~1.4 passes over the train split; ~1.7 h at 2.1k tok/s
+                 "laptop": dict(),
+                 # GPT-1's shape on one GPU: batch 64 × 512, LR 2.5e-4, 2,000 warm-up updates (§4.1)
+                 "full": dict(batch_size=64, steps=20_000, lr=2.5e-4, warmup=0.1, eval_every=1_000,
+                              valid_tokens=500_000)}
+        return cls(profile=profile, **{**runtime.pick(sizes, profile), **overrides})
+
+
+def encode_documents(tokenizer, docs, max_tokens: int | None = None) -> np.ndarray:
+    """One int32 stream: every document's BPE ids followed by <|endoftext|> (GPT-2's separator),
+    stopping after the document that reaches `max_tokens`."""
+    out, total = [], 0
+    texts = [d.text for d in docs]
+    for start in range(0, len(texts), 256):
+        for enc in tokenizer.hf.encode_batch(texts[start:start + 256], add_special_tokens=False):
+            out.append(np.asarray(enc.ids + [tokenizer.eos_id], dtype=np.int32))
+            total += len(out[-1])
+            if max_tokens is not None and total >= max_tokens:
+                return np.concatenate(out)[:max_tokens]
+    return np.concatenate(out)
+
+
+class NextTokenLoss(torch.nn.Module):
+    """The Learner's view of a language model: (x, y) → the mean next-token loss."""
+
+    def __init__(self, lm: torch.nn.Module):
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.lm(x, targets=y)[1]
+
+
+class HeldOutCurve(Callback):
+    """Scores the held-out stream every `every` steps (before the step, so step 0 is the untrained
+    model) and after the last one, and saves an fp16 snapshot of the weights at each point.
+    points: [{"step", "tokens", "valid_nats_per_token"}]; kept in the resumable checkpoint."""
+
+    def __init__(self, model: torch.nn.Module, valid_ids: np.ndarray, every: int, tokens_per_step: int,
+                 snapshot_dir: Path | None, log=print):
+        self.model, self.valid_ids, self.every, self.tokens_per_step = model, valid_ids, every, tokens_per_step
+        self.snapshot_dir, self.log, self.points = snapshot_dir, log, []
+
+    def score(self, learner) -> None:
+        model, step = self.model, learner.step
+        if any(p["step"] == step for p in self.points):
+            return
+        nats, n = windowed_nats(model, self.valid_ids, model.cfg.block_size)
+        self.points.append({"step": step, "tokens": step * self.tokens_per_step, "valid_nats_per_token": nats / n})
+        if self.snapshot_dir is not None:
+            buffer = io.BytesIO()
+            torch.save(half_state(model), buffer)
+            provenance.atomic_write_bytes(self.snapshot_dir / f"step-{step:06d}.pt", buffer.getvalue())
+        self.log(f"step {step}: {step * self.tokens_per_step:,} tokens, held-out {nats / n:.3f} nats/token")
+
+    def before_batch(self, learner) -> None:
+        if learner.step % self.every == 0:
+            self.score(learner)
+
+    def after_fit(self, learner) -> None:
+        if not learner.interrupted:
+            self.score(learner)
+
+    def state_dict(self) -> dict:
+        return {"points": self.points}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.points = list(state["points"])
+
+
+def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, tokenizer,
+                 progress: bool | str = True, device: str | torch.device | None = None,
+                 checkpoint_dir: str | Path | None = None, resume: bool = True, max_steps: int | None = None,
+                 extra_meta: dict | None = None) -> dict:
+    """Pretrain a GPT on `train_docs` (BPE `tokenizer`), score `valid_docs`, write `out_path` and its JSON.
+
+    With `checkpoint_dir` the training state is saved every `eval_every` steps and on interrupt, and
+    a second call with the same arguments resumes where the first stopped; snapshots go to
+    `checkpoint_dir/snapshots/`. Returns the metrics written into the provenance JSON.
+    """
+    train_docs, valid_docs = list(train_docs), list(valid_docs)
+    t0 = time.time()
+    runtime.seed_everything(config.seed)
+    model = GPT(gpt_config(tokenizer.vocab_size, config.profile))
+    T = model.cfg.block_size
+    train_ids = encode_documents(tokenizer, train_docs)
+    valid_ids = encode_documents(tokenizer, valid_docs, max_tokens=config.valid_tokens)
+    train = RandomWindows(train_ids, config.batch_size, T, config.steps, seed=config.seed)
+    checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    curve = HeldOutCurve(model, valid_ids, config.eval_every, config.batch_size * T,
+                         checkpoint_dir / "snapshots" if checkpoint_dir else None)
+    clock = TokenClock()
+    callbacks = [curve, clock] + ([StopAfter(max_steps)] if max_steps else [])
+    learner = Learner(NextTokenLoss(model), train, None, weight_decay=config.weight_decay, clip=config.clip, device=device,
+                      progress=progress, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
+                      checkpoint_every=config.eval_every if checkpoint_dir else None)
+    learner.fit(1, lr=config.lr, schedule="cosine", warmup=config.warmup, resume=resume)
+    model.cpu()
+    fp32 = curve.points[-1]["valid_nats_per_token"]
+    round_to_half(model)                                     # the metric below is the saved model's
+    nats, n = windowed_nats(model, valid_ids, T)
+    valid_text_bytes = len(tokenizer.decode(valid_ids[1:]).encode("utf-8"))
+    metrics = {"valid_nats_per_token": nats / n, "valid_nats_per_token_fp32": fp32,
+               "valid_bits_per_byte": nats / math.log(2) / valid_text_bytes, "valid_tokens": n,
+               "curve": curve.points, "steps": learner.step, "train_tokens_seen": learner.step * config.batch_size * T,
+               "train_stream_tokens": int(len(train_ids)), "tokens_per_s": round(clock.tokens_per_s, 1),
+               "seconds": round(time.time() - t0, 1), "params": model.num_params(non_embedding=False),
+               "params_non_embedding": model.num_params()}
+    meta = provenance.stamp(seed=config.seed, model="gpt", metrics=metrics, **(extra_meta or {}),
+                            tokenizer=tokenizer.kind,
+                            data={"train": documents_fingerprint(train_docs), "valid": documents_fingerprint(valid_docs)},
+                            config=dataclasses.asdict(config), architecture=dataclasses.asdict(model.cfg))
+    save_pretrained(out_path, model, tokenizer, meta)
+    return metrics
