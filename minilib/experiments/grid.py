@@ -62,7 +62,7 @@ def method(name: str) -> Method:
 
 def _load_families() -> None:
     """Each family registers its methods when imported."""
-    for family in ("baselines", "sample_efficiency", "elmo_downstream", "elmo_pos"):
+    for family in ("baselines", "sample_efficiency", "elmo_downstream", "elmo_pos", "gpt_finetune"):
         importlib.import_module(f"minilib.experiments.{family}")
 
 

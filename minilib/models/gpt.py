@@ -17,9 +17,13 @@ model: task-specific input transformations and a linear head on the last token's
 """
 from __future__ import annotations
 
-import torch
+import dataclasses
 
-from minilib.models.transformer import TransformerConfig, TransformerLM
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from minilib.models.transformer import IGNORE_INDEX, TransformerConfig, TransformerLM, chunked_lm_loss
 
 # Sizes by profile. GPT-1 §4.1: 12 layers, d_model 768, 12 heads, 3,072-wide MLP, 512 positions.
 # laptop: the largest shape that trains ~2k tokens/s on a 2-core CPU (4 × 256 at context 128,
@@ -84,3 +88,66 @@ class GPT(TransformerLM):
             fresh = nxt
         self.train(was_training)
         return idx
+
+
+# -- fine-tuning (§3.2-3.3) -------------------------------------------------------------------------
+class GPTClassifier(nn.Module):
+    """GPT-1 fine-tuned on a classification task (§3.2, Figure 1).
+
+    Input transformations (§3.3): a text becomes `start · text · extract`, a pair
+    `start · a · delim · b · extract`, where start, delim and extract are three new tokens whose
+    embeddings are learned during fine-tuning. The decoder reads the whole input; a linear layer
+    W_y on the extract token's top-layer state gives the class scores (eq. 3), after dropout 0.1
+    (§4.1). Loss (eq. 5): L3 = L2 (the task's cross-entropy) + λ · L1 (the LM's own next-token
+    loss on the same inputs, λ = 0.5), which the paper finds improves generalisation and speeds
+    convergence (§3.2; ablated in Table 5).
+
+    forward(ids, lengths) → class logits (B, n_classes); forward(ids, lengths, labels) → (L3, parts).
+    ids are right-padded: a causal model's states at real positions never see the padding after them.
+    """
+
+    N_SPECIAL = 3                                               # start, delim, extract
+
+    def __init__(self, gpt: GPT, n_classes: int, lm_coef: float = 0.5):
+        super().__init__()
+        V, C = gpt.cfg.vocab_size, gpt.cfg.n_embd
+        grown = nn.Embedding(V + self.N_SPECIAL, C)
+        with torch.no_grad():
+            nn.init.normal_(grown.weight, mean=0.0, std=0.02)    # the new tokens: GPT's initialisation
+            grown.weight[:V] = gpt.tok_emb.weight
+        gpt.tok_emb = grown
+        gpt.head = nn.Linear(C, V + self.N_SPECIAL, bias=False)
+        gpt.head.weight = grown.weight                          # still tied (eq. 2: W_e)
+        gpt.cfg = dataclasses.replace(gpt.cfg, vocab_size=V + self.N_SPECIAL)
+        self.gpt, self.text_vocab, self.lm_coef = gpt, V, lm_coef
+        self.start_id, self.delim_id, self.extract_id = V, V + 1, V + 2
+        self.dropout = nn.Dropout(0.1)                          # §4.1: "dropout to the classifier with a rate of 0.1"
+        self.classifier = nn.Linear(C, n_classes)               # W_y (eq. 3)
+        nn.init.normal_(self.classifier.weight, std=0.02)
+        nn.init.zeros_(self.classifier.bias)
+
+    def transform(self, ids_a: list[int], ids_b: list[int] | None = None) -> list[int]:
+        """§3.3's traversal-style input: start · a · extract, or start · a · delim · b · extract, cut to
+        fit the context (the longer part loses its tail first)."""
+        room = self.gpt.cfg.block_size - (2 if ids_b is None else 3)
+        if ids_b is None:
+            return [self.start_id, *ids_a[:room], self.extract_id]
+        while len(ids_a) + len(ids_b) > room:
+            ids_a, ids_b = (ids_a[:-1], ids_b) if len(ids_a) >= len(ids_b) else (ids_a, ids_b[:-1])
+        return [self.start_id, *ids_a, self.delim_id, *ids_b, self.extract_id]
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor, labels: torch.Tensor | None = None):
+        h = self.gpt.hidden(ids)                                              # (B, T, C)
+        last = h[torch.arange(len(ids), device=ids.device), lengths.to(ids.device) - 1]   # the extract token
+        logits = self.classifier(self.dropout(last))                          # (B, n_classes)
+        if labels is None:
+            return logits
+        task_loss = F.cross_entropy(logits, labels)                          # L2
+        if not self.lm_coef:
+            return task_loss, {"task_loss": task_loss.detach()}
+        # L1 on the text: predict each text token from the ones before it (not the added tokens, not padding)
+        targets = ids[:, 1:].clone()
+        position = torch.arange(1, ids.size(1), device=ids.device)[None]
+        targets[(position >= lengths.to(ids.device)[:, None]) | (targets >= self.text_vocab)] = IGNORE_INDEX
+        lm_loss = chunked_lm_loss(h[:, :-1], self.gpt.head.weight, targets)
+        return task_loss + self.lm_coef * lm_loss, {"task_loss": task_loss.detach(), "lm_loss": lm_loss.detach()}

@@ -1,0 +1,102 @@
+"""Chapter 06's fine-tuning experiment: GPT-1 (Radford et al. 2018, §3.2-3.3) on the shared tasks,
+against the same network from a random init, through the one grid runner.
+
+    gpt           the pretrained decoder (checkpoints/gpt-<profile>.pt) + GPTClassifier, L2 + 0.5 · L1
+    gpt-scratch   the same network and recipe from random weights (the paper's Table 5 "no pre-training")
+    gpt-no-aux    pretrained, without the auxiliary LM loss (λ = 0; Table 5 "w/o aux LM")
+
+    from minilib.experiments import grid
+    rows = grid.run_grid("trec", ["gpt-scratch", "gpt"], [100, 1000, "all"], seeds=[0, 1, 2])
+
+Defaults are the paper's (§4.1: LR 6.25e-5, batch 32, 3 epochs, warm-up over 0.2 %, λ = 0.5),
+except what `FINE_TUNING` says was chosen on a validation split carved from the training labels
+(`Task.validation()`), never on the test split. Small samples are repeated within an epoch so
+each epoch takes at least `min_steps_per_epoch` steps (as chapter 04's grid does).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from minilib import provenance, runtime, tasks
+from minilib.experiments import grid
+
+
+@dataclass(frozen=True)
+class GPTFineTuneConfig:
+    lr: float = 6.25e-5               # §4.1
+    epochs: int = 3                   # §4.1: "3 epochs of training was sufficient for most cases"
+    batch_size: int = 32              # §4.1
+    warmup: float = 0.002             # §4.1: linear warm-up over 0.2 % of training, then linear decay
+    lm_coef: float = 0.5              # λ of eq. 5 (§4.1); 0 drops the auxiliary LM loss
+    pretrained: bool = True           # False: the same network from random init (gpt-scratch)
+    min_steps_per_epoch: int = 20     # small samples are repeated so an epoch takes at least this many steps
+    max_test: int | None = None       # score a fixed stratified subset of the test split (smoke)
+
+
+SIZES = {"smoke": GPTFineTuneConfig(epochs=1, batch_size=16, min_steps_per_epoch=4, max_test=200),
+         "laptop": GPTFineTuneConfig(),
+         "full": GPTFineTuneConfig()}
+METHODS = {"gpt": {}, "gpt-scratch": {"pretrained": False}, "gpt-no-aux": {"lm_coef": 0.0}}
+LABELS = {"gpt": "GPT (pretrained, fine-tuned)", "gpt-scratch": "GPT from scratch", "gpt-no-aux": "GPT without aux. LM loss"}
+
+
+def method_config(method: str, profile: str) -> GPTFineTuneConfig:
+    return replace(SIZES[profile], **METHODS[method])
+
+
+def default_checkpoint(profile: str | None = None) -> Path:
+    return provenance.REPO_ROOT / "checkpoints" / f"gpt-{profile or runtime.profile()}.pt"
+
+
+def train_gpt_classifier(task: tasks.Task, idx, seed: int, settings: dict, checkpoint, *, progress=False,
+                         callbacks=(), valid_curve: bool = False, **_) -> dict[str, Any]:
+    """One point: GPTClassifier on task.train[idx], scored once on task.test. The checkpoint gives the
+    tokenizer and the architecture (and, when pretrained, the weights)."""
+    from minilib.data.batching import ClassificationBatches
+    from minilib.eval.classification import error_rate
+    from minilib.models.gpt import GPT, GPTClassifier
+    from minilib.models.pretrained import load_pretrained
+    from minilib.recipes.gpt import fine_tune_gpt
+
+    config = GPTFineTuneConfig(**settings)
+    pre = load_pretrained(checkpoint, "gpt")
+    tok = pre.vocab
+    runtime.seed_everything(seed)
+    gpt = pre.model if config.pretrained else GPT(pre.model.cfg)
+    model = GPTClassifier(gpt.train(), task.n_classes, lm_coef=config.lm_coef)
+
+    def encode(split, which):
+        texts = [split.texts[i] for i in which]
+        if task.kind == "pair":
+            return [model.transform(tok.encode(a), tok.encode(b)) for a, b in texts]
+        return [model.transform(tok.encode(t)) for t in texts]
+
+    idx = list(idx)
+    repeat = max(1, -(-config.min_steps_per_epoch * config.batch_size // len(idx)))
+    train = ClassificationBatches(encode(task.train, idx) * repeat, [task.train.labels[i] for i in idx] * repeat,
+                                  batch_size=config.batch_size, pad_id=tok.pad_id, seed=seed)
+    test_idx = list(range(len(task.test)))
+    if config.max_test is not None and config.max_test < len(test_idx):
+        test_idx = tasks.stratified_sample(task.test.labels, config.max_test, seed=0).tolist()
+    test = ClassificationBatches(encode(task.test, test_idx), [task.test.labels[i] for i in test_idx],
+                                 batch_size=64, shuffle=False, pad_id=tok.pad_id)
+    if valid_curve and not task.name.endswith("-valid"):
+        raise runtime.UsageError(f"valid_curve scores the test split every epoch: use it on {task.name}'s "
+                                 f"validation task (Task.validation()), never on the real test split")
+    t0 = time.perf_counter()
+    learner = fine_tune_gpt(model, train, config.epochs, config.lr, config.warmup, valid=test if valid_curve else None,
+                            callbacks=callbacks, progress=progress)
+    curve = [{"epoch": i + 1, **{k: e[k] for k in ("train_loss", "valid_error") if k in e}}
+             for i, e in enumerate(learner.history.epochs)]
+    error = error_rate(model, test)
+    return {"accuracy": 1 - error, "n_test": len(test_idx), "curve": curve, "train_seconds": round(time.perf_counter() - t0, 2),
+            "pretrained": str(checkpoint) if config.pretrained else None}
+
+
+for _name in METHODS:
+    grid.register(grid.Method(_name, "gpt", train_gpt_classifier,
+                              lambda prof, _name=_name: asdict(method_config(_name, prof)),
+                              checkpoint=default_checkpoint, kinds=("sentence", "pair"), label=LABELS[_name]))

@@ -1,0 +1,148 @@
+"""GPT-1: the configuration, cached generation, the fine-tuning model, batches, held-out scoring, checkpoints."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from minilib.data.batching import RandomWindows
+from minilib.data.tokenizer import train_bpe
+from minilib.eval.perplexity import windowed_nats
+from minilib.models.gpt import GPT, GPTClassifier, gpt_config
+from minilib.models.pretrained import load_pretrained, save_pretrained
+from minilib.models.transformer import IGNORE_INDEX
+
+TEXTS = ["The cat sat on the mat.", "A dog barked at the postman twice.", "Markets fell sharply on Monday.",
+         "The president said the budget would pass.", "She read the book in one night."] * 4
+
+
+def tiny(vocab=50, **kw) -> GPT:
+    torch.manual_seed(0)
+    return GPT(gpt_config(vocab, "smoke", dropout=0.0, block_size=24, **kw)).eval()
+
+
+def test_config_is_gpt1s_shape():
+    cfg = gpt_config(100, "laptop")
+    assert (cfg.norm, cfg.positions, cfg.causal, cfg.tie_weights, cfg.dropout) == ("post", "learned", True, True, 0.1)
+    with pytest.raises(ValueError, match="causal"):
+        GPT(gpt_config(100, "smoke", causal=False))
+    with pytest.raises(ValueError, match="profile"):
+        gpt_config(100, "huge")
+
+
+def test_kv_cache_gives_the_states_of_a_full_pass():
+    model = tiny()
+    x = torch.randint(0, 50, (2, 12))
+    full = model.hidden(x)
+    cache = model.new_cache()
+    parts = [model.hidden(x[:, :5], cache=cache), model.hidden(x[:, 5:6], cache=cache), model.hidden(x[:, 6:], cache=cache)]
+    assert len(cache[0]) == 12
+    torch.testing.assert_close(torch.cat(parts, 1), full, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("temperature,top_k", [(0.0, None), (1.0, 5)])
+def test_cached_and_uncached_generation_agree(temperature, top_k):
+    model = tiny()
+    prompt = torch.randint(0, 50, (2, 4))
+    outs = []
+    for use_cache in (True, False):
+        g = torch.Generator().manual_seed(3)
+        outs.append(model.generate(prompt, 30, temperature=temperature, top_k=top_k, generator=g, use_cache=use_cache))
+    assert outs[0].shape == (2, 34) and torch.equal(outs[0][:, :4], prompt)
+    # 30 new tokens run past block_size 24: the cache restarts and must still agree at every step before that
+    assert torch.equal(outs[0][:, :24], outs[1][:, :24])
+
+
+def test_generation_never_draws_banned_ids_and_respects_top_k():
+    model = tiny()
+    g = torch.Generator().manual_seed(0)
+    out = model.generate(torch.zeros(4, 1, dtype=torch.long), 15, top_k=3, generator=g, banned=[7, 8])
+    assert not ((out == 7) | (out == 8)).any()
+
+
+def test_classifier_reads_the_extract_token_and_ignores_padding():
+    model = GPTClassifier(tiny(), n_classes=3).eval()
+    seq = model.transform([5, 6, 7])
+    assert seq == [model.start_id, 5, 6, 7, model.extract_id]
+    pair = model.transform(list(range(30)), [1, 2])
+    assert len(pair) == 24 and pair[0] == model.start_id and pair[-1] == model.extract_id and model.delim_id in pair
+    alone = model(torch.tensor([seq]), torch.tensor([5]))
+    padded = model(torch.tensor([seq + [1, 1, 1]]), torch.tensor([5]))
+    torch.testing.assert_close(alone, padded)
+    torch.testing.assert_close(alone[0], model.classifier(model.gpt.hidden(torch.tensor([seq]))[0, 4]))
+    moved = model(torch.tensor([seq[:-1] + [9, model.extract_id]]), torch.tensor([6]))
+    assert not torch.allclose(alone, moved)                               # the head reads the last real token
+
+
+def test_new_tokens_are_appended_and_the_head_stays_tied():
+    gpt = tiny()
+    before = gpt.tok_emb.weight.detach().clone()
+    model = GPTClassifier(gpt, n_classes=2)
+    assert model.gpt.tok_emb.weight.shape[0] == 53 and model.gpt.cfg.vocab_size == 53
+    torch.testing.assert_close(model.gpt.tok_emb.weight[:50], before)
+    assert model.gpt.head.weight is model.gpt.tok_emb.weight
+
+
+def test_loss_is_task_loss_plus_half_the_lm_loss_on_text_tokens():
+    torch.manual_seed(1)
+    model = GPTClassifier(tiny(), n_classes=2, lm_coef=0.5).eval()
+    seqs = [model.transform([3, 4, 5, 6]), model.transform([7, 8])]
+    ids = torch.tensor([seqs[0], seqs[1] + [1, 1]])
+    lengths, labels = torch.tensor([6, 4]), torch.tensor([1, 0])
+    loss, parts = model(ids, lengths, labels)
+    logits = model(ids, lengths)
+    torch.testing.assert_close(parts["task_loss"], F.cross_entropy(logits, labels))
+    lm_logits = model.gpt.head(model.gpt.hidden(ids))[:, :-1]
+    targets = torch.tensor([[3, 4, 5, 6, IGNORE_INDEX], [7, 8, IGNORE_INDEX, IGNORE_INDEX, IGNORE_INDEX]])
+    torch.testing.assert_close(parts["lm_loss"], F.cross_entropy(lm_logits.flatten(0, 1), targets.flatten(),
+                                                                 ignore_index=IGNORE_INDEX), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(loss, parts["task_loss"] + 0.5 * parts["lm_loss"])
+    pair = torch.tensor([model.transform([3, 4], [5])])                 # start 3 4 delim 5 extract
+    _, parts = model(pair, torch.tensor([6]), torch.tensor([0]))
+    lm_logits = model.gpt.head(model.gpt.hidden(pair))[0, :-1]
+    targets = torch.tensor([3, 4, IGNORE_INDEX, 5, IGNORE_INDEX])        # the delimiter is no word to predict
+    torch.testing.assert_close(parts["lm_loss"], F.cross_entropy(lm_logits, targets, ignore_index=IGNORE_INDEX),
+                               rtol=1e-4, atol=1e-5)
+    no_aux = GPTClassifier(tiny(), n_classes=2, lm_coef=0.0)
+    assert set(no_aux(ids, lengths, labels)[1]) == {"task_loss"}
+
+
+def test_random_windows_are_shifted_pairs_and_repeat_per_epoch():
+    ids = np.arange(1000)
+    batches = RandomWindows(ids, batch_size=4, block_size=16, steps=3, seed=0)
+    first = [x.clone() for x, _ in batches]
+    x, y = next(iter(batches))
+    assert x.shape == (4, 16) and torch.equal(y, x + 1)
+    assert all(torch.equal(a, b) for a, b in zip(first, [x for x, _ in batches]))
+    batches.set_epoch(1)
+    assert not torch.equal(first[0], next(iter(batches))[0])
+    with pytest.raises(ValueError, match="too short"):
+        RandomWindows(np.arange(10), 2, 16, 1)
+
+
+@pytest.mark.parametrize("stride", [24, 12, 5])
+def test_windowed_nats_scores_every_token_once(stride):
+    model = tiny()
+    ids = np.random.default_rng(0).integers(0, 50, 100)
+    total, n = windowed_nats(model, ids, 24, stride)
+    assert n == 99
+    first = torch.as_tensor(ids[:24])[None]
+    logits, _ = model(first)
+    first_block = F.cross_entropy(logits[0, :-1].detach().double(), first[0, 1:], reduction="sum")
+    one_block, m = windowed_nats(model, ids[:24], 24, stride)
+    assert m == 23 and one_block == pytest.approx(float(first_block), rel=1e-6)
+    assert total / n == pytest.approx(float(np.log(50)), abs=0.5)
+
+
+def test_checkpoint_round_trip_carries_the_tokenizer(tmp_path):
+    tok = train_bpe(TEXTS, 300)
+    torch.manual_seed(0)
+    model = GPT(gpt_config(tok.vocab_size, "smoke", block_size=32))
+    save_pretrained(tmp_path / "gpt.pt", model, tok, {"note": "test"})
+    back = load_pretrained(tmp_path / "gpt.pt", "gpt")
+    assert back.vocab.encode(TEXTS[0]) == tok.encode(TEXTS[0]) and back.meta["note"] == "test"
+    x = torch.tensor([tok.encode(TEXTS[1])])
+    model.eval()
+    torch.testing.assert_close(back.model(x)[0], model(x)[0], rtol=0.02, atol=0.02)   # fp16 weights
+    assert back.model.head.weight is back.model.tok_emb.weight
