@@ -24,7 +24,8 @@ def tiny(vocab=50, **kw) -> GPT:
 
 def test_config_is_gpt1s_shape():
     cfg = gpt_config(100, "laptop")
-    assert (cfg.norm, cfg.positions, cfg.causal, cfg.tie_weights, cfg.dropout) == ("post", "learned", True, True, 0.1)
+    assert (cfg.positions, cfg.causal, cfg.tie_weights, cfg.dropout) == ("learned", True, True, 0.1)
+    assert gpt_config(100, "full").norm == "post" and cfg.norm == "pre"       # GPT-1; pre-LN on a CPU (GPT_SIZES)
     with pytest.raises(ValueError, match="causal"):
         GPT(gpt_config(100, "smoke", causal=False))
     with pytest.raises(ValueError, match="profile"):
