@@ -193,3 +193,153 @@ def test_the_scan_can_fail(tmp_path):
     bad.write_text("def explorer():\n    b = w.Button(description='train this point')\n    run_point(1)\n")
     functions = _functions(bad)
     assert TRAINS.search(functions["explorer"]) and "LiveTraining(" not in functions["explorer"]
+
+
+# -- the teacher's guide ----------------------------------------------------------------------------
+from minilib import book  # noqa: E402
+
+
+def _md(text: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+
+def _code(source: str, seconds: float, count: int, outputs=(), start="2026-12-01T10:00:00") -> dict:
+    import datetime as dt
+
+    t0 = dt.datetime.fromisoformat(start)
+    t1 = t0 + dt.timedelta(seconds=seconds)
+    meta = {"execution": {"iopub.execute_input": t0.isoformat() + "Z", "shell.execute_reply": t1.isoformat() + "Z"}}
+    return {"cell_type": "code", "metadata": meta, "execution_count": count, "source": source, "outputs": list(outputs)}
+
+
+PRINTED = {"output_type": "stream", "name": "stdout", "text": "42\n"}
+PLOT = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}}
+WIDGET = {"output_type": "display_data", "data": {"application/vnd.jupyter.widget-view+json": {}, "text/plain": "VBox"}}
+
+
+def _lesson(folder: Path, name: str = "09-toy.ipynb") -> Path:
+    cells = [
+        _md("# 09 · Toy\n\nIntro.\n\n> **⏱ The 40-minute class path** runs §1 (counting, 15 min) and §3."),
+        _code("PROFILE = 'laptop'\nprint(f'profile={PROFILE}')", 2.5, 1,
+              [{"output_type": "stream", "name": "stdout", "text": "profile=laptop  device=cpu\n"}]),
+        _md("## 1. ⏱ Counting\n\nWe count words. Before running, predict: will the count be odd or even?"),
+        _code("counts = {'a': 1}\nprint(counts)", 90.0, 2, [PRINTED]),
+        _md("## 2. Background\n\nNot on the path."),
+        _code("model = 'trained'  # made here, read on the path", 30.0, 3, [PRINTED]),
+        _md("## 3. ⏱ The model\n\nA long section about the model " + "word " * 200),
+        _code("print(model, counts)", 0.25, 4, [PLOT]),
+        _md("Off the classroom\npath: this cell trains for an hour."),
+        _code("slow = 1", 3600.0, 5, [PRINTED]),
+        _md("### The model, again\n\nA subsection."),
+        _code("widgets.corpus_explorer(load, names)", 1.0, 6, [WIDGET]),
+        _md("## 4. The model, again\n\nSame words as a subsection's heading."),
+        _md("## Exercises\n\n**1. ⏱ By hand.** Compute it. What is the count of the word a in the text?"),
+        _code("answer = None", 0.0, 7, [PRINTED]),
+        _md("**2. Later.** Not on the path."),
+        _code("answer = None", 0.0, 8, [PRINTED]),
+    ]
+    path = folder / name
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def test_a_lessons_path_its_cells_timings_and_predictions_are_read_from_the_notebook(tmp_path):
+    nb = _lesson(tmp_path)
+    ours = {"09-toy": {"3. The model": "Will the model print anything?"}}
+    g = book.teachers_guide(nb, ours, {"corpus_explorer": ("Pick a corpus", False)})
+    assert g.profile == "laptop" and g.class_minutes == 40 and not g.proposed
+    assert g.setup.count == 1 and g.setup.seconds == pytest.approx(2.5)
+    assert [s.title for s in g.steps] == ["1. Counting", "3. The model", "Exercise 1: By hand"]
+    counting, model, exercise = g.steps
+    assert counting.prediction == "Before running, predict: will the count be odd or even?"
+    assert counting.prediction_from == "lesson" and counting.minutes_stated == 15
+    assert model.prediction_from == "guide" and model.prediction == "Will the model print anything?"
+    assert exercise.prediction == "What is the count of the word a in the text?"
+    assert [c.count for c in model.cells] == [4, 6]              # its subsection's widget cell, not the off-path one
+    assert [c.count for c in model.skipped] == [5]
+    assert model.widgets == [("corpus_explorer", "Pick a corpus", False)] and model.reveal.count == 4
+    assert [(c.count, names) for c, _, names in g.needed] == [(3, ["model"])]   # §2 defines what §3 reads
+    assert sum(s.minutes for s in g.steps) == 40
+    assert model.minutes > exercise.minutes >= book.MIN_STEP_MINUTES  # by the length of their text
+    assert counting.anchor == "1--counting" and model.anchor == "3--the-model"
+    page = book.teachers_guide_page(g, "../lessons/09-toy.ipynb")
+    assert "1.5 min" in page and "2.5 s" in page and "60.0 min" in page   # printed from the metadata
+    assert "[open the lesson](../lessons/09-toy.ipynb)" in page
+    assert "(../lessons/09-toy.ipynb#3--the-model)" in page and "(../lessons/09-toy.ipynb#exercises)" in page
+    assert "The 40-minute class path" in page
+    assert "| 0–15 |" in page                                     # the lesson's own 15 minutes first
+    assert "*(the lesson's words)*" in page and "*(this guide)*" in page
+
+
+def test_repeated_headings_get_myst_s_numbered_anchors(tmp_path):
+    nb = tmp_path / "09-x.ipynb"
+    nb.write_text(json.dumps({"cells": [_md("# 09 · X"), _md("## ⏱ Summary"), _md("### Summary"),
+                                        _md("## Summary")], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    sections, _, _ = book.lesson_sections(nb)
+    assert [s.anchor for s in sections] == ["09--x", "-summary", "summary", "summary-1"]
+
+
+def test_a_lesson_without_a_path_gets_the_guides_proposal_or_says_it_has_none(tmp_path):
+    nb = tmp_path / "09-plain.ipynb"
+    nb.write_text(json.dumps({"cells": [_md("# 09 · Plain"), _code("x = 1", 1.0, 1), _md("## 1. One"),
+                                        _code("print(x)", 2.0, 2, [PRINTED]), _md("## 2. Two"),
+                                        _code("print(x + 1)", 3.0, 3, [PRINTED])],
+                              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    g = book.teachers_guide(nb, {"09-plain": {"2. Two": "Odd or even?"}}, {})
+    assert g.proposed and [s.title for s in g.steps] == ["2. Two"] and g.steps[0].minutes == book.CLASS_MINUTES
+    assert "this guide's proposal" in book.teachers_guide_page(g, "x")
+    bare = book.teachers_guide(nb, {}, {})
+    assert not bare.steps and "marks no classroom path yet" in book.teachers_guide_page(bare, "x")
+
+
+def test_every_lesson_has_a_guide_page_listed_in_the_guides_index():
+    lessons = book.lesson_files(LESSONS)
+    pages = book.teachers_guide_pages(LESSONS)
+    assert set(pages) == {nb.stem for nb in lessons} | {"index"}
+    toctree = pages["index"].split("```{toctree}")[1]
+    for nb in lessons:
+        assert nb.stem in toctree and f"]({nb.stem}.md)" in pages["index"]
+        assert f"[open the lesson](../lessons/{nb.name})" in pages[nb.stem]
+
+
+def test_every_step_of_a_lessons_path_has_a_prediction_and_minutes_that_add_up():
+    predictions = book.guide_predictions()
+    for nb in book.lesson_files(LESSONS):
+        g = book.teachers_guide(nb, predictions)
+        marked = any(s.marked for s in book.lesson_sections(nb)[0])
+        if not (marked or nb.stem in predictions):
+            continue   # a new lesson without a path: its page says so
+        assert g.steps, f"{nb.name}: no step found on its path"
+        missing = [s.title for s in g.steps if not s.prediction]
+        assert not missing, f"{nb.name}: no prediction for {missing}; add them to book/guide/predictions.md"
+        assert sum(s.minutes for s in g.steps) == g.class_minutes, nb.name
+        assert all(s.reveal is not None or not s.cells for s in g.steps), nb.name
+
+
+def test_every_prediction_in_the_guide_file_belongs_to_a_step():
+    predictions = book.guide_predictions()
+    assert predictions, f"{book.PREDICTIONS} is missing or empty"
+    for stem, steps in predictions.items():
+        nb = LESSONS / f"{stem}.ipynb"
+        assert nb.is_file(), f"book/guide/predictions.md names {stem}, which is not a lesson"
+        titles = {s.title for s in book.teachers_guide(nb, predictions).steps}
+        stray = set(steps) - titles
+        assert not stray, f"book/guide/predictions.md: {stem} has no path step titled {sorted(stray)}"
+        assert all(steps.values()), f"book/guide/predictions.md: an empty prediction under {stem}"
+
+
+def test_the_guides_run_times_are_the_notebooks_own():
+    """The slowest cell of every lesson appears on its page with the time its metadata records."""
+    pages = book.teachers_guide_pages(LESSONS)
+    for nb in book.lesson_files(LESSONS):
+        g = book.teachers_guide(nb)
+        timed = [c for c in g.cells if c.seconds is not None]
+        if not timed:
+            continue
+        slowest = max(timed, key=lambda c: c.seconds)
+        cell = json.loads(nb.read_text(encoding="utf-8"))["cells"][slowest.index]["metadata"]["execution"]
+        import datetime as dt
+        seconds = (dt.datetime.fromisoformat(cell["shell.execute_reply"].replace("Z", "+00:00"))
+                   - dt.datetime.fromisoformat(cell["iopub.execute_input"].replace("Z", "+00:00"))).total_seconds()
+        assert f"| {slowest.label} | `{slowest.first_line.replace('|', chr(92) + '|')}` |" in pages[nb.stem]
+        assert book._duration(seconds) in pages[nb.stem], (nb.name, seconds)
