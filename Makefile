@@ -1,6 +1,7 @@
 # The Pretraining Code — two commands:
 #   make lab    set everything up, fetch the data, open the lessons in JupyterLab
 #   make test   set everything up, fetch the data, run every test (unit + lessons under nbval)
+#   make classroom   `make lab` for teaching: widgets answer from the shipped caches, live training opt-in
 # Every target is idempotent: a second run only does what is missing.
 
 PYTHON      ?= python3
@@ -24,7 +25,7 @@ export OMP_WAIT_POLICY ?= PASSIVE
 .PHONY: setup data lab lab-server test test-unit test-lessons widget-test lessons book book-test \
         book-page-test screenshots browser datasheet clean-data help
 help:
-	@sed -n '2,4p' Makefile
+	@sed -n '2,5p' Makefile
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +48,18 @@ lab: data
 # The server alone, as `make lab` starts it (tests/test_book_lab.py starts it this way and waits for it to answer).
 lab-server:
 	$(if $(PROFILE),MINILIB_PROFILE=$(PROFILE)) $(BIN)/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) lessons/
+
+# Classroom mode: the lessons as `make lab` opens them, with MINILIB_CLASSROOM=1 (minilib/runtime.py):
+# every widget answers from the shipped caches at once, and live training ("train this point") is
+# opt-in, per widget. The teacher's guide, a 50-minute plan per lesson, is a part of the book
+# (`make book`: book/_build/html/teachers-guide/index.html).
+.PHONY: classroom classroom-server
+classroom: data
+	@$(MAKE) --no-print-directory classroom-server
+
+# The classroom server alone, as `make classroom` starts it (tests/test_book_lab.py starts it this way).
+classroom-server:
+	MINILIB_CLASSROOM=1 $(if $(PROFILE),MINILIB_PROFILE=$(PROFILE)) $(BIN)/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) lessons/
 
 # Unit tests, every lesson under nbval, then the HTML book built and its pages checked in chromium.
 # The live widget suite (tests/browser/test_widgets_live.py) stays in widget-test / book-test: it runs

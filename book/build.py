@@ -2,7 +2,8 @@
 
 1. Stage the book's sources in book/_build/src/: conf.py and the pages written by hand (book/*.md,
    book/_static/), the lessons exactly as committed (lessons/NN-*.ipynb: their outputs, never
-   re-executed), and the generated pages (timeline, references, results: minilib/book.py).
+   re-executed), and the generated pages (timeline, references, results, the teacher's guide:
+   minilib/book.py).
 2. Vendor the JavaScript the pages need from pinned npm packages (MathJax 3, RequireJS, the
    ipywidgets HTML manager): fetched once with `npm pack`, checked against a sha256 and cached
    like the corpora ($MINILIB_DATA/raw/, minilib/data/sources.py), then copied into _static/vendor/.
@@ -157,8 +158,12 @@ def stage_sources(log=print) -> dict:
     results = book.results_pages(ROOT / "results")
     for name, text in results.items():
         stage.write(f"results/{name}.md", text)
+    guide = book.teachers_guide_pages(ROOT / "lessons")   # one page per lesson, read from its notebook
+    for name, text in guide.items():
+        stage.write(f"teachers-guide/{name}.md", text)
     stage.prune()
-    return {"lessons": len(lessons), "results pages": len(results), "vendored packages": len(manifest)}
+    return {"lessons": len(lessons), "results pages": len(results), "guide pages": len(guide),
+            "vendored packages": len(manifest)}
 
 
 def build(clean: bool = False, log=print) -> int:
@@ -176,8 +181,8 @@ def build(clean: bool = False, log=print) -> int:
         return code
     pages = sum(1 for p in HTML.rglob("*.html") if p.name not in ("genindex.html", "search.html"))
     log(f"book: {pages} pages ({counts['lessons']} lessons, {counts['results pages']} results pages, "
-        f"{counts['vendored packages']} vendored npm packages) in {time.perf_counter() - t0:.1f} s -> "
-        f"{(HTML / 'index.html').relative_to(ROOT)}")
+        f"{counts['guide pages']} teacher's guide pages, {counts['vendored packages']} vendored npm packages) "
+        f"in {time.perf_counter() - t0:.1f} s -> {(HTML / 'index.html').relative_to(ROOT)}")
     return 0
 
 

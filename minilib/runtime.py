@@ -7,6 +7,7 @@ scattering sizes and `torch.device(...)` calls through the code.
     >>> runtime.profile()        # 'smoke' | 'laptop' | 'full'
     >>> runtime.device()         # cuda > mps > cpu, or $MINILIB_DEVICE
     >>> cfg = runtime.pick({"smoke": small, "laptop": medium, "full": large})
+    >>> runtime.classroom()      # $MINILIB_CLASSROOM=1 (`make classroom`): widgets answer from caches only
 """
 from __future__ import annotations
 
@@ -79,6 +80,21 @@ def profile() -> str:
         raise ProfileError(f"unknown MINILIB_PROFILE={name!r}. Valid profiles:\n{valid}\n"
                            f"Set one, e.g. `export MINILIB_PROFILE=laptop`, or unset it for the default.")
     return name
+
+
+CLASSROOM_VALUES = {"1": True, "true": True, "yes": True, "on": True,
+                    "": False, "0": False, "false": False, "no": False, "off": False}
+
+
+def classroom() -> bool:
+    """Classroom mode: $MINILIB_CLASSROOM=1 (what `make classroom` sets). Every widget then answers
+    from the shipped caches at once and live training is opt-in, per widget (minilib/widgets.py,
+    `LiveTraining`). Unset or 0: the usual behaviour. Read here and nowhere else."""
+    value = os.environ.get("MINILIB_CLASSROOM", "").strip().lower()
+    if value not in CLASSROOM_VALUES:
+        raise UsageError(f"unknown MINILIB_CLASSROOM={value!r}: use 1 for classroom mode (`make classroom`), "
+                         f"or 0 / unset it for the usual behaviour")
+    return CLASSROOM_VALUES[value]
 
 
 def pick(by_profile: Mapping[str, T], name: str | None = None) -> T:

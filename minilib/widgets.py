@@ -21,6 +21,11 @@ its end is dropped (a true double-click queues its second click behind the
 first), and an error is one line instead of a traceback. Slow work reports on
 a progress bar and a line inside the panel. Every panel is at most
 `MAX_HEIGHT` high, so it fits on a projected screen.
+
+Classroom mode (`make classroom`, i.e. MINILIB_CLASSROOM=1; `runtime.classroom()`): every panel
+answers from what is cached at once, and live training is opt-in. A "train this point" button is
+made in one place, `LiveTraining`: in classroom mode it starts disabled beside an "allow live
+training" box, and a click without the box ticked trains nothing (tests/test_classroom.py).
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ import ipywidgets as w
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from minilib import viz
+from minilib import runtime, viz
 
 MAX_HEIGHT = "800px"      # a panel never grows taller than a projected screen
 PLOT_DPI = 100            # figure inches x 100 = pixels of the PNG
@@ -122,10 +127,11 @@ class Panel:
                 self._run(queued)
         return handler
 
-    def click(self, button: w.Button, fn: Callable[[], None]) -> Callable:
+    def click(self, button: w.Button, fn: Callable[[], None],
+              enabled: Callable[[], bool] = lambda: True) -> Callable:
         """A click handler running `fn` with `button` disabled. A click while it runs, or within
         DOUBLE_CLICK_S of its end (the second click of a double-click waits in the kernel's queue
-        until the first is done), is dropped."""
+        until the first is done), is dropped. Afterwards the button is enabled if `enabled()`."""
         last_end = [-float("inf")]
 
         def handler(_):
@@ -135,9 +141,60 @@ class Panel:
             try:
                 self.update(fn)()
             finally:
-                button.disabled = False
+                button.disabled = not enabled()
                 last_end[0] = time.monotonic()
         return handler
+
+
+class LiveTraining:
+    """A panel's "train this point" button: the one way a widget here trains live.
+
+    Outside classroom mode it is the button alone. In classroom mode (`runtime.classroom()`) live
+    training is opt-in: the button starts disabled beside an "allow live training" box, and a click
+    while the box is unticked trains nothing and says how to enable it (a click can reach the
+    handler even when the button is disabled, so the handler checks too).
+
+        live = LiveTraining()
+        panel = Panel([w.HBox([..., *live.controls])], progress=True)
+        live.on_click(panel, train_point, profile="laptop")
+    """
+
+    OPT_IN = "allow live training"
+
+    def __init__(self, description: str = "train this point"):
+        self.description = description
+        self.button = w.Button(description=description, icon="play", button_style="primary")
+        self.opt_in: w.Checkbox | None = None
+        if runtime.classroom():
+            self.opt_in = w.Checkbox(value=False, description=self.OPT_IN, indent=False,
+                                     layout=w.Layout(width="auto", margin="0 0 0 12px"))
+            self.button.disabled = True
+            self.opt_in.observe(lambda change: setattr(self.button, "disabled", not change["new"]), names="value")
+        self.controls: list[w.Widget] = [self.button] + ([self.opt_in] if self.opt_in is not None else [])
+
+    @property
+    def allowed(self) -> bool:
+        """May a click train now? Always outside classroom mode; in it, only with the box ticked."""
+        return self.opt_in is None or bool(self.opt_in.value)
+
+    def hint(self) -> str:
+        """What to do to train a point: "press 'train this point'" (first tick the box in classroom mode)."""
+        press = f"press '{self.description}'"
+        return press if self.opt_in is None else f"tick '{self.OPT_IN}', then {press}"
+
+    def note(self, profile: str) -> str:
+        """The panel's progress line in classroom mode, before anything is trained."""
+        return (f"classroom mode: cached results only; live training is off — tick '{self.OPT_IN}' to train "
+                f"a point at {profile} sizes (minutes on a CPU)")
+
+    def on_click(self, panel: Panel, fn: Callable[[], None], profile: str) -> None:
+        """Run `fn` on a click, through the panel's guard, only while live training is allowed."""
+        def guarded():
+            if not self.allowed:
+                panel.progress(0, 1, self.note(profile))
+                return
+            fn()
+        self.button.on_click(panel.click(self.button, guarded, enabled=lambda: self.allowed))
 
 
 def _pre(text: str, width: int = 100) -> str:
@@ -159,6 +216,10 @@ def corpus_explorer(load_tokens: Callable[[str], list[str]], names: Sequence[str
     rng = random.Random(seed)
 
     loaded: set[str] = set()
+    if runtime.classroom():  # every pick must answer at once: load each corpus now, while the cell runs
+        for name in names:
+            load(name)
+            loaded.add(name)
 
     def draw():
         name = picker.value
@@ -360,7 +421,11 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
         se.plot_curves(summary, task, ax=ax)
 
     # -- the panel
+    grid = grid_summary()  # the shipped grid does not change while the panel is open: read it once
     counts = list(dict.fromkeys([*grid_config.label_counts, *config.label_counts]))
+    if runtime.classroom():  # only the counts the shipped grid answers at once
+        cached = {r["n_labels"] for r in grid}
+        counts = [n for n in grid_config.label_counts if resolve(n) in cached] or counts
     counts.sort(key=resolve)
     labels = w.SelectionSlider(options=[(str(n), n) for n in counts], value=100 if 100 in counts else counts[0],
                                description="labels")
@@ -368,12 +433,12 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
                            layout=w.Layout(width="auto", margin="0 16px 0 0")) for m in methods}
     seed = w.BoundedIntText(value=max(config.seeds) + 1, min=0, max=99, description="seed",
                             layout=w.Layout(width="160px"))
-    train = w.Button(description="train this point", icon="play", button_style="primary")
-    panel = Panel([w.HBox([labels, seed, train]), w.HBox(list(boxes.values()))], progress=True, text_height="120px")
-    grid = grid_summary()  # the shipped grid does not change while the panel is open: read it once
+    live_training = LiveTraining()
+    panel = Panel([w.HBox([labels, seed, *live_training.controls]), w.HBox(list(boxes.values()))], progress=True,
+                  text_height="120px")
     live: list[dict] = []  # points trained in this panel, at the live profile's sizes: never mixed into `grid`
-    panel.progress(0, 1, f"'train this point' trains at {live_profile} sizes; it is shown apart from the "
-                         f"{grid_prof} grid")
+    panel.progress(0, 1, live_training.note(live_profile) if live_training.opt_in is not None else
+                   f"'train this point' trains at {live_profile} sizes; it is shown apart from the {grid_prof} grid")
 
     def draw():
         chosen = [m for m, b in boxes.items() if b.value]
@@ -385,7 +450,7 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
                  for r in summary if r["n_labels"] == n]
         lines += [f"{p['method']:18s} at {p['n_labels']:>5,} labels: error {p['error']:.1%} "
                   f"(seed {p['seed']}, trained here at {live_profile} sizes, not in the mean)" for p in points]
-        panel.say(*(lines or [f"no cached {grid_prof} points for these methods: press 'train this point'"]))
+        panel.say(*(lines or [f"no cached {grid_prof} points for these methods: {live_training.hint()}"]))
         fig, (ax, curves) = figure(10, 3.8, ncols=2)
         plot_grid(summary, ax)
         for p in points:
@@ -403,7 +468,7 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
         if points:
             curves.legend(fontsize=7)
         else:
-            curves.text(0.5, 0.5, "press 'train this point'", ha="center", va="center", transform=curves.transAxes)
+            curves.text(0.5, 0.5, live_training.hint(), ha="center", va="center", transform=curves.transAxes)
         panel.show(fig)
 
     def train_point():
@@ -428,7 +493,7 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
     labels.observe(panel.update(draw), names="value")
     for b in boxes.values():
         b.observe(panel.update(draw), names="value")
-    train.on_click(panel.click(train, train_point))
+    live_training.on_click(panel, train_point, live_profile)
     panel.update(draw)()
     return panel.box
 
@@ -513,17 +578,20 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
         ed.plot_curves(rows, ax=ax)
 
     # -- the panel
-    counts = sorted(dict.fromkeys([*grid_config.label_counts, *config.label_counts]),
-                    key=lambda n: float("inf") if n == runner.ALL else n)
+    grid = grid_rows()  # the shipped grid does not change while the panel is open: read it once
+    counts = list(dict.fromkeys([*grid_config.label_counts, *config.label_counts]))
+    if runtime.classroom():  # only the counts the shipped grid answers at once
+        counts = [n for n in counts if grid.get(n)] or counts
+    counts.sort(key=lambda n: float("inf") if n == runner.ALL else n)
     labels = w.SelectionSlider(options=[(str(n), n) for n in counts], value=100 if 100 in counts else counts[0],
                                description="labels")
     seed = w.BoundedIntText(value=0, min=0, max=99, description="seed", layout=w.Layout(width="160px"))
-    train = w.Button(description="train this point", icon="play", button_style="primary")
-    panel = Panel([w.HBox([labels, seed, train])], progress=True, text_height="150px")
-    grid = grid_rows()  # the shipped grid does not change while the panel is open: read it once
+    live_training = LiveTraining()
+    panel = Panel([w.HBox([labels, seed, *live_training.controls])], progress=True, text_height="150px")
     live: list[dict] = []  # points trained in this panel (live profile's sizes): never mixed into `grid`
-    panel.progress(0, 1, f"'train this point' trains all {len(arms)} arms at {live_profile} sizes, "
-                         f"shown apart from the {grid_prof} grid")
+    panel.progress(0, 1, live_training.note(live_profile) if live_training.opt_in is not None else
+                   f"'train this point' trains all {len(arms)} arms at {live_profile} sizes, "
+                   f"shown apart from the {grid_prof} grid")
 
     def draw():
         at_n = grid.get(labels.value, [])
@@ -534,7 +602,7 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
                  for r in summarize(at_n)]
         lines += [f"{p['arm']:16s} at {p['n_labels']:>5,} labels: accuracy {p['accuracy']:.1%} "
                   f"(seed {p['seed']}, trained here at {live_profile} sizes, not in the mean)" for p in live]
-        panel.say(*(lines or [f"no cached {grid_prof} points at {labels.value} labels: press 'train this point'"]))
+        panel.say(*(lines or [f"no cached {grid_prof} points at {labels.value} labels: {live_training.hint()}"]))
         fig, (ax, epochs) = figure(10, 3.8, ncols=2)
         for arm in arms:
             rows = sorted((r for r in summary if r["arm"] == arm), key=lambda r: r["n_labels"])
@@ -582,6 +650,6 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
         draw()
 
     labels.observe(panel.update(draw), names="value")
-    train.on_click(panel.click(train, train_point))
+    live_training.on_click(panel, train_point, live_profile)
     panel.update(draw)()
     return panel.box
