@@ -147,3 +147,31 @@ def test_checkpoint_round_trip_carries_the_tokenizer(tmp_path):
     model.eval()
     torch.testing.assert_close(back.model(x)[0], model(x)[0], rtol=0.02, atol=0.02)   # fp16 weights
     assert back.model.head.weight is back.model.tok_emb.weight
+
+
+def test_lm_quality_divides_both_models_nats_by_the_same_words(tmp_path):
+    """A GPT whose logits are all zero predicts uniformly: its nats are tokens · ln V, and its
+    perplexity per word is V ** (tokens / words) — the same words the AWD-LSTM is divided by."""
+    from minilib import data
+    from minilib.data.batching import EOS
+    from minilib.data.vocab import UNK, Vocab
+    from minilib.experiments import lm_quality
+    from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
+
+    tok = train_bpe(TEXTS, 300)
+    gpt = GPT(gpt_config(tok.vocab_size, "smoke", block_size=32))
+    torch.nn.init.zeros_(gpt.tok_emb.weight)
+    save_pretrained(tmp_path / "gpt.pt", gpt, tok, {})
+    docs = data.pretraining_corpus("valid", max_words=300)
+    vocab = Vocab.build([data.tokenize(d.text) for d in docs], max_size=60, specials=(UNK, EOS))
+    torch.manual_seed(0)
+    awd = AWDLSTM(AWDLSTMConfig(vocab_size=len(vocab), emb_size=8, hidden_size=16, n_layers=2))
+    save_pretrained(tmp_path / "awd.pt", awd, vocab, {})
+    r = lm_quality.compare("smoke", tmp_path / "awd.pt", tmp_path / "gpt.pt", valid_words=300, write=False)
+    words = len(lm_quality.word_stream(docs, vocab)) - 1
+    assert r["words"] == words == r["awd-lstm"]["tokens"]
+    g = r["gpt"]
+    assert g["nats"] == pytest.approx(g["tokens"] * np.log(tok.vocab_size), rel=1e-6)
+    assert g["ppl_per_word"] == pytest.approx(tok.vocab_size ** (g["tokens"] / words), rel=1e-5)
+    assert g["bits_per_byte"] == pytest.approx(g["nats"] / np.log(2) / g["bytes"])
+    assert 0 < r["awd-lstm"]["unk_rate"] < 1

@@ -27,6 +27,8 @@ EXPERIMENTS = {  # name -> (module, help)
                         "RT sentiment from static vectors vs ELMo features at a few labels (chapter 03)"),
     "parallelism": ("minilib.experiments.parallelism",
                     "LSTM vs Transformer: time per token by length, bits per byte at equal time (chapter 05)"),
+    "lm-quality": ("minilib.experiments.lm_quality",
+                   "the shipped AWD-LSTM and GPT on the same held-out text: perplexity per word, bits per byte (chapter 06)"),
 }
 
 
