@@ -175,3 +175,22 @@ def test_lm_quality_divides_both_models_nats_by_the_same_words(tmp_path):
     assert g["ppl_per_word"] == pytest.approx(tok.vocab_size ** (g["tokens"] / words), rel=1e-5)
     assert g["bits_per_byte"] == pytest.approx(g["nats"] / np.log(2) / g["bytes"])
     assert 0 < r["awd-lstm"]["unk_rate"] < 1
+
+
+def test_continuation_log_probs_sum_the_pieces_whatever_the_batch():
+    from minilib.eval.likelihood import continuation_log_probs
+
+    model = tiny()
+    contexts = [[1, 2, 3], [4, 5, 6, 7, 8, 9], list(range(10, 40))]          # the last is cut from the left
+    cont = [11, 12]
+    together = continuation_log_probs(model, contexts, cont, block_size=24)
+    for ctx, got in zip(contexts, together):
+        seq = torch.tensor([(ctx + cont)[-24:]])
+        logp = model(seq)[0][0].double().log_softmax(-1)
+        n = seq.size(1)
+        expected = logp[n - 3, 11] + logp[n - 2, 12]
+        assert float(got) == pytest.approx(float(expected), abs=1e-6)
+    alone = continuation_log_probs(model, contexts[:1], cont, block_size=24, batch_size=1)
+    assert float(alone[0]) == pytest.approx(float(together[0]), abs=1e-6)
+    with pytest.raises(ValueError, match="continuation"):
+        continuation_log_probs(model, contexts, [], block_size=24)

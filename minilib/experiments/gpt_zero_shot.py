@@ -1,0 +1,123 @@
+"""Chapter 06's zero-shot experiment (GPT-1 §5, Figure 2 right): the pretrained LM as a classifier
+before any fine-tuning, scored along pretraining.
+
+GPT-1's rule for sentiment: "we append the token *very* to each example and restrict the language
+model's output distribution to only the words *positive* and *negative* and guess the token it
+assigns higher probability to". Each prompt here is such a cue and one candidate continuation per
+class; the prediction is the class whose continuation the LM finds likeliest (its BPE pieces'
+log-probabilities summed), with no label seen. Run on every snapshot the pretraining kept
+(recipes/gpt.py: every `eval_every` steps), this draws accuracy against pretraining tokens — the
+germ of prompting. The majority class is the line to beat.
+
+    from minilib.experiments import gpt_zero_shot as zs
+    res = zs.run("laptop")                   # results/gpt-zero-shot-laptop.json, stamped
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from minilib import provenance, runtime, tasks
+
+RESULTS_DIR = provenance.REPO_ROOT / "results"
+# task -> prompt name -> (cue appended to the text, one continuation per class in the task's class order)
+PROMPTS = {
+    "rt": {"very": (" very", (" negative", " positive")),            # GPT-1 §5's cue and words
+           "it-was": (" It was", (" bad", " good"))},
+    "trec": {"answer-is": (" The answer is", (" an abbreviation", " a description", " a thing",
+                                              " a person", " a place", " a number"))},   # ABBR DESC ENTY HUM LOC NUM
+}
+MAX_TEST = {"smoke": 100, "laptop": None, "full": None}   # test items scored (None: all)
+
+
+def class_scores(model, tok, texts, cue: str, continuations) -> np.ndarray:
+    """(N, C): ln p(continuation_c | text + cue) for every text and class."""
+    from minilib.eval.likelihood import continuation_log_probs
+
+    contexts = [tok.encode(t + cue) for t in texts]
+    return np.stack([continuation_log_probs(model, contexts, tok.encode(c), model.cfg.block_size).numpy()
+                     for c in continuations], axis=1)
+
+
+def zero_shot(model, tok, task: tasks.Task, prompt: str, max_test: int | None = None) -> dict:
+    """Accuracy of one prompt on the task's test split, and how often each class was predicted."""
+    cue, continuations = PROMPTS[task.name][prompt]
+    idx = np.arange(len(task.test))
+    if max_test is not None and max_test < len(idx):
+        idx = tasks.stratified_sample(task.test.labels, max_test, seed=0)
+    labels = np.asarray(task.test.labels)[idx]
+    pred = class_scores(model, tok, [task.test.texts[i] for i in idx], cue, continuations).argmax(1)
+    majority = np.bincount(labels, minlength=task.n_classes).max() / len(labels)
+    return {"accuracy": float((pred == labels).mean()), "majority": float(majority), "n_test": int(len(idx)),
+            "predicted_share": (np.bincount(pred, minlength=task.n_classes) / len(pred)).round(4).tolist()}
+
+
+def snapshot_models(checkpoint: Path, snapshot_dir: Path):
+    """(step, GPT) for every snapshot kept during pretraining, then the final checkpoint's weights."""
+    from minilib.models.gpt import GPT
+    from minilib.models.pretrained import load_pretrained
+
+    final, tok, meta = load_pretrained(checkpoint, "gpt")
+    for path in sorted(Path(snapshot_dir).glob("step-*.pt")):
+        state = {k: v.float() for k, v in torch.load(path, map_location="cpu", weights_only=True).items()}
+        state.setdefault("head.weight", state["tok_emb.weight"])      # tied: stored once
+        model = GPT(final.cfg)
+        model.load_state_dict(state)
+        yield int(path.stem.split("-")[1]), model.eval()
+    yield meta["metrics"]["steps"], final
+
+
+def run(profile: str | None = None, checkpoint: str | Path | None = None, snapshot_dir: str | Path | None = None,
+        write: bool = True, log=print) -> dict:
+    prof = profile or runtime.profile()
+    checkpoint = Path(checkpoint or provenance.REPO_ROOT / "checkpoints" / f"gpt-{prof}.pt")
+    snapshot_dir = Path(snapshot_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / checkpoint.stem / "snapshots")
+    from minilib.models.pretrained import file_sha256, load_pretrained
+
+    _, tok, meta = load_pretrained(checkpoint, "gpt")
+    curve = {p["step"]: p for p in meta["metrics"]["curve"]}
+    t0 = time.time()
+    points, seen = [], set()
+    for step, model in snapshot_models(checkpoint, snapshot_dir):
+        if step in seen:
+            continue
+        seen.add(step)
+        point = {"step": step, "tokens": curve.get(step, {}).get("tokens"),
+                 "valid_nats_per_token": curve.get(step, {}).get("valid_nats_per_token")}
+        for task_name, prompts in PROMPTS.items():
+            task = tasks.get(task_name)
+            for prompt in prompts:
+                point[f"{task_name}/{prompt}"] = zero_shot(model, tok, task, prompt, runtime.pick(MAX_TEST, prof))
+        points.append(point)
+        if log:
+            log(f"step {step:>6}: " + " ".join(f"{k} {v['accuracy']:.3f}" for k, v in point.items() if isinstance(v, dict)))
+    result = {"experiment": "gpt-zero-shot", "profile": prof, "checkpoint": checkpoint.name,
+              "checkpoint_sha256": file_sha256(checkpoint), "prompts": PROMPTS, "points": points,
+              "seconds": round(time.time() - t0, 1), "provenance": provenance.stamp(seed=None)}
+    if write:
+        provenance.write_json(RESULTS_DIR / f"gpt-zero-shot-{prof}.json", result)
+    return result
+
+
+def summary_line(result: dict) -> str:
+    last = result["points"][-1]
+    keys = " ".join(f"{k.replace('/', '_').replace('-', '_')}={v['accuracy']:.3f}" for k, v in last.items()
+                    if isinstance(v, dict))
+    return f"gpt-zero-shot: step={last['step']} {keys}"
+
+
+def cli_arguments(parser, name: str) -> None:
+    parser.add_argument("--profile", choices=runtime.PROFILES, default=None,
+                        help="whose checkpoint (default: $MINILIB_PROFILE or the device's default)")
+    parser.add_argument("--checkpoint", type=Path, default=None, help="GPT checkpoint (default: the shipped one)")
+    parser.add_argument("--snapshots", type=Path, default=None,
+                        help="folder of pretraining snapshots (default: .cache/pretrain/<checkpoint name>/snapshots)")
+
+
+def cli_run(args, name: str) -> int:
+    result = run(args.profile, args.checkpoint, args.snapshots)
+    print(summary_line(result))
+    return 0
