@@ -312,12 +312,14 @@ def analogy_explorer(models: dict, a: str = "man", b: str = "king", c: str = "wo
 # -- chapter 02: language models ------------------------------------------------------------------
 def generation_explorer(models: dict, vocab, prompt: str = "the president said", n_words: int = 25) -> w.VBox:
     """Continue a prompt with a chosen LM; temperature and top-k sliders; 'sample again' draws a new seed.
-    The plot: the next word's distribution after the prompt, as temperature and top-k reshape it."""
+    The plot: the next token's distribution after the prompt, as temperature and top-k reshape it.
+    `vocab`: a word Vocab (the prompt is tokenized and lowercased) or any minilib tokenizer (BPE: as typed)."""
     import torch
 
-    from minilib.data import tokenize
+    from minilib.data.tokenizer import Tokenizer, WordTokenizer
     from minilib.generate import generate, next_word_log_probs
 
+    tok = vocab if isinstance(vocab, Tokenizer) else WordTokenizer(vocab)
     box = w.Text(value=prompt, description="prompt", continuous_update=False, layout=w.Layout(width="360px"))
     picker = w.Dropdown(options=list(models), description="model")
     temperature = w.FloatSlider(value=0.8, min=0.0, max=2.0, step=0.1, description="temperature",
@@ -328,29 +330,33 @@ def generation_explorer(models: dict, vocab, prompt: str = "the president said",
     panel = Panel([w.HBox([box, picker]), w.HBox([temperature, top_k, again])], text_height="90px")
     seed = [0]
 
-    def next_word_probs(model, words, t, k, shown=12):
-        """The `shown` likeliest next words and their probabilities after sampling's reshaping."""
-        log_probs = next_word_log_probs(model, vocab.encode(words))
-        if vocab.unk_id is not None:
-            log_probs[vocab.unk_id] = float("-inf")  # generate never samples <unk>
+    def next_word_probs(model, ids, t, k, shown=12):
+        """The `shown` likeliest next tokens and their probabilities after sampling's reshaping."""
+        log_probs = next_word_log_probs(model, ids)
+        for banned in (tok.unk_id, tok.pad_id):
+            if banned is not None:
+                log_probs[banned] = float("-inf")  # generate never samples <unk> or padding
         scores = log_probs / max(t, 1e-6)  # t = 0 is greedy: all mass on the argmax
         if k and k < scores.numel():
             scores = scores.masked_fill(scores < torch.topk(scores, k).values[-1], float("-inf"))
         probs = torch.softmax(scores, -1)
-        top = torch.topk(probs, min(shown, int((probs > 0).sum())))  # words top-k left a chance
-        return vocab.decode(top.indices.tolist()), top.values.tolist()
+        top = torch.topk(probs, min(shown, int((probs > 0).sum())))  # tokens top-k left a chance
+        return [repr(tok.decode([i]))[1:-1] for i in top.indices.tolist()], top.values.tolist()
 
     def draw():
         if len(box.value) > 2000:
             raise ValueError("the prompt is very long: a few words are enough")
+        ids = tok.encode(box.value)
+        if not ids:
+            raise ValueError(f"the prompt {box.value!r} has no words: type at least one")
         model = models[picker.value]
-        text = generate(model, vocab, box.value, n_words=n_words, temperature=temperature.value,
+        text = generate(model, tok, box.value, n_words=n_words, temperature=temperature.value,
                         top_k=top_k.value or None, seed=seed[0])
         panel.say(_pre(text))
-        words, probs = next_word_probs(model, tokenize(box.value), temperature.value, top_k.value)
+        words, probs = next_word_probs(model, ids, temperature.value, top_k.value)
         fig, ax = figure(6.5, 3.2)
-        viz.bars(words, probs, xlabel="probability of the next word", ax=ax, fmt=".3f",
-                 title=f"{picker.value} after “{' '.join(tokenize(box.value)[-6:])}”: "
+        viz.bars(words, probs, xlabel="probability of the next token", ax=ax, fmt=".3f",
+                 title=f"{picker.value} after “{tok.decode(ids[-8:]).strip()}”: "
                        f"T={temperature.value:.1f}, top-k={top_k.value or 'off'}")
         ax.title.set_fontsize(9)
         panel.show(fig)

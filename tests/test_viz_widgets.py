@@ -209,6 +209,18 @@ def test_generation_explorer_samples_plots_and_explains_an_empty_prompt():
     plot_pixels(panel)
 
 
+def test_generation_explorer_keeps_a_subword_prompt_as_typed():
+    from minilib.data.tokenizer import train_bpe
+    from minilib.models.gpt import GPT, gpt_config
+
+    tok = train_bpe(["The Cat sat on the mat.", "A dog barked at the Cat."] * 10, 300)
+    torch.manual_seed(0)
+    gpt = GPT(gpt_config(tok.vocab_size, "smoke", block_size=32))
+    panel = widgets.generation_explorer({"gpt": gpt}, tok, prompt="The Cat", n_words=5)
+    assert text(panel).startswith("The Cat") and "⚠" not in text(panel)     # case kept: no word tokenizer
+    plot_pixels(panel)
+
+
 # -- chapter 03 ----------------------------------------------------------------------------------
 def test_contextual_explorer_redraws_heat_maps_after_edits(monkeypatch):
     from minilib.experiments import contextual
