@@ -1,6 +1,8 @@
 """GPT-1: the configuration, cached generation, the fine-tuning model, batches, held-out scoring, checkpoints."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -194,3 +196,43 @@ def test_continuation_log_probs_sum_the_pieces_whatever_the_batch():
     assert float(alone[0]) == pytest.approx(float(together[0]), abs=1e-6)
     with pytest.raises(ValueError, match="continuation"):
         continuation_log_probs(model, contexts, [], block_size=24)
+
+
+@pytest.mark.data
+def test_pretrain_gpt_writes_a_checkpoint_whose_numbers_reload(tmp_path, one_thread):
+    import json
+
+    from minilib import data
+    from minilib.__main__ import main
+    from minilib.recipes.gpt import encode_documents
+
+    out = tmp_path / "gpt-smoke.pt"
+    args = ["pretrain", "gpt", "--profile", "smoke", "--words", "20000", "--steps", "12", "--progress", "off",
+            "--out", str(out), "--checkpoint-dir", str(tmp_path / "train")]
+    assert main(args) == 0
+    meta = json.loads(out.with_suffix(".json").read_text())
+    curve = meta["metrics"]["curve"]
+    assert [p["step"] for p in curve] == [0, 12] and curve[-1]["tokens"] == 12 * 8 * 64
+    assert curve[-1]["valid_nats_per_token"] < curve[0]["valid_nats_per_token"]      # it learned something
+    assert sorted(p.name for p in (tmp_path / "train" / "snapshots").iterdir()) == ["step-000000.pt", "step-000012.pt"]
+    model, tok, _ = load_pretrained(out, "gpt")
+    valid = encode_documents(tok, data.pretraining_corpus("valid"), max_tokens=meta["config"]["valid_tokens"])
+    nats, n = windowed_nats(model, valid, model.cfg.block_size)
+    assert nats / n == pytest.approx(meta["metrics"]["valid_nats_per_token"], rel=1e-6)
+
+
+SHIPPED_GPT = sorted((Path(__file__).parents[1] / "checkpoints").glob("gpt-*.pt"))
+
+
+@pytest.mark.skipif(not SHIPPED_GPT, reason="no shipped GPT checkpoint in checkpoints/ yet")
+@pytest.mark.parametrize("path", SHIPPED_GPT, ids=[p.name for p in SHIPPED_GPT])
+@pytest.mark.data
+def test_shipped_gpt_remeasures_its_held_out_loss(path, one_thread):
+    from minilib import data
+    from minilib.recipes.gpt import encode_documents
+
+    model, tok, meta = load_pretrained(path, "gpt")
+    assert path.stat().st_size <= 30e6
+    valid = encode_documents(tok, data.pretraining_corpus("valid"), max_tokens=meta["config"]["valid_tokens"])
+    nats, n = windowed_nats(model, valid, model.cfg.block_size)
+    assert nats / n == pytest.approx(meta["metrics"]["valid_nats_per_token"], rel=1e-5)
