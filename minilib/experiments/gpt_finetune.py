@@ -48,7 +48,9 @@ def method_config(method: str, profile: str) -> GPTFineTuneConfig:
 
 
 def default_checkpoint(profile: str | None = None) -> Path:
-    return provenance.REPO_ROOT / "checkpoints" / f"gpt-{profile or runtime.profile()}.pt"
+    """checkpoints/gpt-<profile>.pt; smoke has no GPT of its own and fine-tunes the shipped laptop one."""
+    profile = profile or runtime.profile()
+    return provenance.REPO_ROOT / "checkpoints" / f"gpt-{'laptop' if profile == 'smoke' else profile}.pt"
 
 
 def train_gpt_classifier(task: tasks.Task, idx, seed: int, settings: dict, checkpoint, *, progress=False,
@@ -127,7 +129,7 @@ def search(task: str, methods=("gpt-scratch", "gpt"), seed: int = 0, label_count
     cached_only, only what is cached, nothing trains)."""
     prof = profile or runtime.profile()
     valid = tasks.get(task).validation()
-    ckpt = default_checkpoint(prof if default_checkpoint(prof).exists() else "laptop")
+    ckpt = default_checkpoint(prof)
     rows = []
     for n in label_counts or SEARCH_LABELS[prof]:
         for method in methods:
