@@ -51,9 +51,11 @@ def score_awd_lstm(path, docs) -> dict:
     ids = word_stream(docs, vocab)
     nats_per_token = evaluate_lm(model, ids, batch_size=10, bptt=70)
     unk = vocab.stoi[vocab.unk] if vocab.unk else -1
+    # the shipped checkpoint's provenance (recipes/awd_lstm.py): train stream tokens × epochs, seconds, tokens/s
+    seen = meta.get("train_tokens_seen") or meta.get("data", {}).get("train_tokens", 0) * meta.get("sizes", {}).get("epochs", 1)
     return {"nats": nats_per_token * (len(ids) - 1), "tokens": len(ids) - 1, "unk_rate": float(np.mean(ids == unk)),
-            "vocab_size": len(vocab), "train_tokens_seen": meta.get("train_tokens_seen", meta["data"]["train_tokens"] * meta["sizes"]["epochs"]),
-            "seconds_pretraining": meta["train_seconds"], "tokens_per_s_pretraining": meta["tokens_per_s"]}
+            "vocab_size": len(vocab), "train_tokens_seen": seen or None,
+            "seconds_pretraining": meta.get("train_seconds"), "tokens_per_s_pretraining": meta.get("tokens_per_s")}
 
 
 def score_gpt(path, docs) -> dict:
