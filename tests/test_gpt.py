@@ -236,3 +236,14 @@ def test_shipped_gpt_remeasures_its_held_out_loss(path, one_thread):
     valid = encode_documents(tok, data.pretraining_corpus("valid"), max_tokens=meta["config"]["valid_tokens"])
     nats, n = windowed_nats(model, valid, model.cfg.block_size)
     assert nats / n == pytest.approx(meta["metrics"]["valid_nats_per_token"], rel=1e-5)
+
+
+@pytest.mark.data
+def test_gpt_norm_trains_both_blocks_on_the_same_batches(one_thread):
+    from minilib.experiments import gpt_norm
+
+    cfg = gpt_norm.NormConfig(steps=3, batch_size=2, train_words=20_000, valid_tokens=500)
+    r = gpt_norm.run("smoke", cfg, write=False, log=None)
+    assert set(r["runs"]) == {"post", "pre"} and all(len(v["train_loss"]) == 3 for v in r["runs"].values())
+    assert r["runs"]["post"]["train_loss"][0] != r["runs"]["pre"]["train_loss"][0]          # two different models
+    assert gpt_norm.summary_line(r).startswith("gpt-norm: post_valid=")

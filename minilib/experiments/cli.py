@@ -31,6 +31,8 @@ EXPERIMENTS = {  # name -> (module, help)
                    "the shipped AWD-LSTM and GPT on the same held-out text: perplexity per word, bits per byte (chapter 06)"),
     "gpt-recipe": ("minilib.experiments.gpt_finetune",
                    "GPT fine-tuning LRs and epochs for gpt and gpt-scratch, chosen on held-out training labels (chapter 06)"),
+    "gpt-norm": ("minilib.experiments.gpt_norm",
+                 "post-LN (GPT-1) vs pre-LN (GPT-2) blocks at the laptop GPT's size: which leaves the unigram plateau (chapter 06)"),
     "gpt-zero-shot": ("minilib.experiments.gpt_zero_shot",
                       "GPT as a classifier before fine-tuning, along its pretraining (chapter 06, GPT-1 §5, Fig. 2)"),
 }
