@@ -293,7 +293,10 @@ def catch_up(summary: Sequence[dict[str, Any]], task: str, method: str = "ulmfit
 
 METHOD_STYLE = {"scratch": dict(color="tab:gray", marker="o", label="from scratch"),
                 "ulmfit-supervised": dict(color="tab:blue", marker="s", label="ULMFiT, supervised (no LM fine-tuning)"),
-                "ulmfit": dict(color="tab:red", marker="^", label="ULMFiT, semi-supervised (all three stages)")}
+                "ulmfit": dict(color="tab:red", marker="^", label="ULMFiT, semi-supervised (all three stages)"),
+                # the same chart in later chapters (experiments/gpt_finetune.py)
+                "gpt-scratch": dict(color="tab:cyan", marker="v", label="GPT network from scratch"),
+                "gpt": dict(color="tab:green", marker="D", label="GPT, pretrained and fine-tuned")}
 
 
 def plot_curves(summary: Sequence[dict[str, Any]], task: str, ax=None, points: Sequence[dict] = (),
