@@ -1,0 +1,282 @@
+"""Pretraining BERT (Devlin et al. 2018, §3.1, §A.2): masked LM + next sentence prediction on sentence pairs
+of the pretraining corpus in WordPiece; AdamW (β 0.9/0.999, weight decay 0.01), linear warm-up then linear
+decay; the held-out loss and an fp16 snapshot every `eval_every` steps; the checkpoint in the one pretrained
+format, with its tokenizer inside. The same recipe trains the Table 5 ablations (`objective`): "mlm"
+(No NSP) and "ltr" (the left-to-right twin), each with the same compute as GPT's laptop run.
+
+    cfg = BERTPretrainConfig.for_profile("laptop")                 # steps: GPT laptop's compute (equal_compute_tokens)
+    metrics = pretrain_bert(cfg, pretraining_corpus("train"), pretraining_corpus("valid"),
+                            "checkpoints/bert-laptop.pt", pretrained_tokenizer("wordpiece"),
+                            checkpoint_dir=".cache/pretrain/bert-laptop")
+
+`add_bert_arguments` and `pretrain_bert_command` are the pieces `python -m minilib pretrain bert` is made of
+(minilib/pretrain.py adds the options every pretrainer shares and rebuilds the command line).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from minilib import provenance, runtime
+from minilib.data.corpora import documents_fingerprint
+from minilib.data.mlm import IGNORE_INDEX, DocumentStream, PairBatches, SpecialTokens
+from minilib.data.tokenizer import TOKENIZER_SIZES
+from minilib.models.bert import BERT, BERT_SIZES, OBJECTIVES, bert_config
+from minilib.models.gpt import GPT, GPT_SIZES, gpt_config
+from minilib.models.pretrained import half_state, round_to_half, save_pretrained
+from minilib.recipes.gpt import GPTPretrainConfig, HeldOutCurve
+from minilib.train import Learner
+from minilib.train.callbacks import StopAfter, TokenClock
+
+TIED = ("mlm.decoder.weight",)   # = tok_emb.weight: stored once in snapshots and checkpoints
+
+
+# ----------------------------------------------------------------------------- equal compute
+
+def equal_compute_tokens(profile: str, objective: str = "mlm+nsp", gpt: GPTPretrainConfig | None = None) -> int:
+    """Tokens BERT must read to spend GPT's pretraining compute at `profile`, compute being non-embedding
+    parameters × tokens (the issue's measure; `num_params(non_embedding=True)` of each model, the tied
+    token embedding counted as the output layer): D_bert = N_gpt · D_gpt / N_bert.
+
+    The parameters are counted on models built on the meta device (no memory, no time) at the
+    profile's sizes and its tokenizers' vocabulary sizes (data.tokenizer.TOKENIZER_SIZES). The count is
+    the issue's, not FLOPs: BERT's decoder runs on ~15 % of the positions, GPT's on all of them.
+    """
+    gpt = gpt or GPTPretrainConfig.for_profile(profile)
+    with torch.device("meta"):
+        n_gpt = GPT(gpt_config(TOKENIZER_SIZES[gpt.profile]["bpe"], gpt.profile)).num_params()
+        n_bert = BERT(bert_config(TOKENIZER_SIZES[profile]["wordpiece"], profile, objective)).num_params()
+    gpt_tokens = gpt.steps * gpt.batch_size * GPT_SIZES[gpt.profile]["block_size"]
+    return round(n_gpt * gpt_tokens / n_bert)
+
+
+@dataclass(frozen=True)
+class BERTPretrainConfig:
+    profile: str = "laptop"        # the model's size: models.bert.BERT_SIZES
+    objective: str = "mlm+nsp"     # "mlm+nsp" (BERT) | "mlm" (No NSP) | "ltr" (left-to-right), Table 5
+    batch_size: int = 16           # pairs per step (§A.2: 256 × 512 tokens; GPT laptop's 16 × 128 here)
+    steps: int = 3_894             # optimizer steps; for_profile sets them: GPT laptop's compute (equal_compute_tokens)
+    lr: float = 1e-3               # peak LR (§A.2: 1e-4 for 110M parameters; a small model takes more, as GPT's)
+    warmup: float = 0.05           # fraction of steps of linear warm-up (§A.2: 10,000 of 1M steps)
+    weight_decay: float = 0.01     # §A.2: "L2 weight decay of 0.01" (decoupled; not on biases and LayerNorms)
+    clip: float = 1.0              # global gradient-norm clip (the released code clips at 1.0)
+    mask_prob: float = 0.15        # §3.1: share of tokens the masked LM predicts
+    eval_every: int = 500          # steps between held-out scores and snapshots (and resumable checkpoints)
+    valid_batches: int = 32        # held-out batches of batch_size pairs, drawn once (fixed masks)
+    seed: int = 0
+
+    @classmethod
+    def for_profile(cls, profile: str, objective: str = "mlm+nsp", **overrides) -> "BERTPretrainConfig":
+        """The profile's settings; unless given, steps = GPT's compute at this profile
+        (`equal_compute_tokens`) / tokens per step."""
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective={objective!r}: use one of {', '.join(OBJECTIVES)}")
+        sizes = {"smoke": dict(batch_size=8, eval_every=20, valid_batches=4),
+                 "laptop": dict(),
+                 # BERT-base's shape on one GPU (§A.2: LR 1e-4, 10,000 warm-up steps of 1M)
+                 "full": dict(batch_size=64, lr=1e-4, warmup=0.1, eval_every=1_000, valid_batches=64)}
+        settings = {**runtime.pick(sizes, profile), **overrides}
+        if "steps" not in settings:
+            tokens_per_step = settings.get("batch_size", cls.batch_size) * BERT_SIZES[profile]["block_size"]
+            settings["steps"] = round(equal_compute_tokens(profile, objective) / tokens_per_step)
+        return cls(profile=profile, objective=objective, **settings)
+
+
+def batches_for(stream: DocumentStream, specials: SpecialTokens, config: BERTPretrainConfig, steps: int,
+                max_len: int, seed: int) -> PairBatches:
+    """The objective's batches: BERT's NSP pairs (half NotNext) and masks; the ablations without NSP read
+    only real continuations, masked ("mlm") or with next-token labels ("ltr")."""
+    return PairBatches(stream, specials, config.batch_size, max_len, steps,
+                       target="next" if config.objective == "ltr" else "mlm",
+                       p_random_next=0.5 if config.objective == "mlm+nsp" else 0.0,
+                       mask_prob=config.mask_prob, seed=seed)
+
+
+# ----------------------------------------------------------------------------- training pieces
+
+class PretrainingLoss(torch.nn.Module):
+    """The Learner's view of BERT: a BERTBatch → (loss, {"mlm_loss", "nsp_loss"})."""
+
+    def __init__(self, bert: BERT):
+        super().__init__()
+        self.bert = bert
+
+    def forward(self, ids, segments, attention_mask, labels, nsp_labels):
+        out = self.bert(ids, segments, attention_mask, labels, nsp_labels)
+        extras = {"mlm_loss": out.mlm_loss.detach()}
+        if out.nsp_loss is not None:
+            extras["nsp_loss"] = out.nsp_loss.detach()
+        return out.loss, extras
+
+
+@torch.no_grad()
+def held_out_scores(model: BERT, batches) -> dict:
+    """Nats per labelled token (masked tokens; next tokens for "ltr") summed over `batches` in eval mode,
+    and the NSP accuracy where the model has the head."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    nats = tokens = correct = pairs = 0
+    try:
+        for batch in batches:
+            batch = [t.to(device) for t in batch]
+            out = model(*batch)
+            n = int((batch[3] != IGNORE_INDEX).sum())
+            nats += float(out.mlm_loss) * n
+            tokens += n
+            if out.nsp_logits is not None:
+                correct += int((out.nsp_logits.argmax(-1) == batch[4]).sum())
+                pairs += len(batch[4])
+    finally:
+        model.train(was_training)
+    scores = {"valid_nats_per_token": nats / max(tokens, 1), "valid_tokens": tokens}
+    if pairs:
+        scores["valid_nsp_accuracy"] = correct / pairs
+    return scores
+
+
+def unigram_nats(train: DocumentStream, batches, vocab_size: int) -> float:
+    """The plateau: nats per labelled token of the best context-free guess, the train split's unigram
+    distribution (add-one smoothed), on the same held-out labels. A model below it uses context."""
+    counts = np.bincount(train.ids, minlength=vocab_size).astype(np.float64) + 1.0
+    logp = np.log(counts / counts.sum())
+    labels = np.concatenate([b.labels.numpy().ravel() for b in batches])
+    return float(-logp[labels[labels != IGNORE_INDEX]].mean())
+
+
+class HeldOutMLMCurve(HeldOutCurve):
+    """GPT's HeldOutCurve for BERT: every `every` steps (and after the last) the held-out loss per labelled
+    token (and NSP accuracy) on fixed batches, and an fp16 snapshot. points: [{"step", "tokens",
+    "valid_nats_per_token", ...}], kept in the resumable checkpoint."""
+
+    def __init__(self, model: BERT, valid_batches, every: int, tokens_per_step: int,
+                 snapshot_dir: Path | None, log=print):
+        super().__init__(model, None, every, tokens_per_step, snapshot_dir, log)
+        self.valid_batches = valid_batches
+
+    def score(self, learner) -> None:
+        step = learner.step
+        if any(p["step"] == step for p in self.points):
+            return
+        scores = held_out_scores(self.model, self.valid_batches)
+        scores.pop("valid_tokens")
+        self.points.append({"step": step, "tokens": step * self.tokens_per_step, **scores})
+        if self.snapshot_dir is not None:
+            buffer = io.BytesIO()
+            torch.save(half_state(self.model, TIED), buffer)
+            provenance.atomic_write_bytes(self.snapshot_dir / f"step-{step:06d}.pt", buffer.getvalue())
+        nsp = f", NSP accuracy {scores['valid_nsp_accuracy']:.3f}" if "valid_nsp_accuracy" in scores else ""
+        self.log(f"step {step}: {step * self.tokens_per_step:,} tokens, held-out "
+                 f"{scores['valid_nats_per_token']:.3f} nats/token{nsp}")
+
+
+def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, tokenizer,
+                  progress: bool | str = True, device: str | torch.device | None = None,
+                  checkpoint_dir: str | Path | None = None, resume: bool = True, max_steps: int | None = None,
+                  extra_meta: dict | None = None, log=print) -> dict:
+    """Pretrain a BERT (or an ablation, `config.objective`) on `train_docs` with the WordPiece `tokenizer`,
+    score `valid_docs`, write `out_path` and its JSON. Returns the metrics written into the JSON.
+
+    With `checkpoint_dir` the training state is saved every `eval_every` steps and on interrupt, and a
+    second call with the same arguments resumes where the first stopped; snapshots go to
+    `checkpoint_dir/snapshots/`.
+    """
+    train_docs, valid_docs = list(train_docs), list(valid_docs)
+    t0 = time.time()
+    runtime.seed_everything(config.seed)
+    specials = SpecialTokens.of(tokenizer)
+    model = BERT(bert_config(tokenizer.vocab_size, config.profile, config.objective))
+    T = model.cfg.block_size
+    train_stream = DocumentStream.from_documents(tokenizer, train_docs)
+    valid_tokens = 4 * config.valid_batches * config.batch_size * T   # room for the held-out pairs to vary
+    valid_stream = DocumentStream.from_documents(tokenizer, valid_docs, max_tokens=valid_tokens)
+    train = batches_for(train_stream, specials, config, config.steps, T, config.seed)
+    valid = list(batches_for(valid_stream, specials, config, config.valid_batches, T, config.seed))  # drawn once
+    checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    curve = HeldOutMLMCurve(model, valid, config.eval_every, config.batch_size * T,
+                            checkpoint_dir / "snapshots" if checkpoint_dir else None, log=log)
+    clock = TokenClock()
+    callbacks = [curve, clock] + ([StopAfter(max_steps)] if max_steps else [])
+    learner = Learner(PretrainingLoss(model), train, None, weight_decay=config.weight_decay, clip=config.clip,
+                      device=device, progress=progress, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
+                      checkpoint_every=config.eval_every if checkpoint_dir else None)
+    learner.fit(1, lr=config.lr, schedule="linear", warmup=config.warmup, resume=resume)   # §A.2: linear decay
+    model.cpu()
+    fp32 = curve.points[-1]
+    round_to_half(model)                                     # the metrics below are the saved model's
+    scores = held_out_scores(model, valid)
+    metrics = {**scores, "valid_nats_per_token_fp32": fp32["valid_nats_per_token"],
+               "unigram_nats_per_token": unigram_nats(train_stream, valid, tokenizer.vocab_size),
+               "objective": config.objective, "curve": curve.points, "steps": learner.step,
+               "train_tokens_seen": learner.step * config.batch_size * T,
+               "train_stream_tokens": int(len(train_stream.ids)), "tokens_per_s": round(clock.tokens_per_s, 1),
+               "seconds": round(time.time() - t0, 1), "params": model.num_params(non_embedding=False),
+               "params_non_embedding": model.num_params(),
+               "equal_compute_tokens": equal_compute_tokens(config.profile, config.objective)}
+    meta = provenance.stamp(seed=config.seed, model="bert", metrics=metrics, **(extra_meta or {}),
+                            tokenizer=tokenizer.kind,
+                            data={"train": documents_fingerprint(train_docs),
+                                  "valid": documents_fingerprint(valid_docs)},
+                            config=dataclasses.asdict(config), architecture=dataclasses.asdict(model.cfg))
+    save_pretrained(out_path, model, tokenizer, meta)
+    return metrics
+
+
+# ----------------------------------------------------------------------------- `python -m minilib pretrain bert`
+
+BERT_WORDS = {"smoke": 60_000, "laptop": None, "full": None}  # train words; None = the whole train split
+
+
+def add_bert_arguments(p: argparse.ArgumentParser) -> None:
+    """BERT's own options of `pretrain bert` (pretrain.py adds --threads, --seed, --out, ... to them)."""
+    p.add_argument("--profile", choices=runtime.PROFILES, default=None,
+                   help="size profile (default: $MINILIB_PROFILE or the device's default)")
+    p.add_argument("--objective", choices=OBJECTIVES, default="mlm+nsp",
+                   help="mlm+nsp (BERT), mlm (no NSP) or ltr (the left-to-right twin): paper Table 5")
+    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="optimizer steps of the schedule (default: GPT's compute at this profile)")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then linear to 0)")
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="stop after this many steps (timing, tests; the run then counts as finished)")
+
+
+def default_out(profile: str, objective: str) -> Path:
+    """checkpoints/bert-<profile>.pt for BERT, bert-<objective>-<profile>.pt for an ablation."""
+    name = "bert" if objective == "mlm+nsp" else f"bert-{objective}"
+    return provenance.REPO_ROOT / "checkpoints" / f"{name}-{profile}.pt"
+
+
+def pretrain_bert_command(args: argparse.Namespace, command: str | None = None) -> int:
+    """BERT (Devlin et al. 2018) on pretraining_corpus('train') in WordPiece, held-out loss on 'valid'.
+    `command`: the command line that repeats this run (pretrain.py's _command_line), for the provenance."""
+    from minilib import data
+    from minilib.data.tokenizer import pretrained_tokenizer
+
+    prof = args.profile or runtime.profile()
+    words = runtime.pick(BERT_WORDS, prof) if args.words is None else (args.words or None)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr)) if v is not None}
+    cfg = BERTPretrainConfig.for_profile(prof, args.objective, seed=args.seed, **overrides)
+    out = args.out or default_out(prof, args.objective)
+    ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
+    m = pretrain_bert(cfg, data.pretraining_corpus("train", max_words=words), data.pretraining_corpus("valid"),
+                      out, pretrained_tokenizer("wordpiece", prof),
+                      progress=False if args.progress == "off" else "console", checkpoint_dir=ckpt_dir,
+                      resume=not args.no_resume, max_steps=args.max_steps,
+                      extra_meta=dict(command=command, profile=prof, threads=torch.get_num_threads()))
+    size_mb = Path(out).stat().st_size / 1e6
+    nsp = f", NSP accuracy {m['valid_nsp_accuracy']:.3f}" if "valid_nsp_accuracy" in m else ""
+    print(f"trained {m['train_tokens_seen']:,} tokens at {m['tokens_per_s']:,.0f} tokens/s "
+          f"({torch.get_num_threads()} threads)")
+    print(f"wrote {out} ({size_mb:.1f} MB) and {Path(out).with_suffix('.json').name}: held-out "
+          f"{m['valid_nats_per_token']:.3f} nats/token (unigram {m['unigram_nats_per_token']:.3f}){nsp}")
+    return 0

@@ -1,0 +1,279 @@
+"""BERT: the masking rule and NSP pairs (§3.1), the encoder and its heads, the ablation twins, equal compute,
+pretraining with resume and the checkpoint. Each test was checked against a planted error (see the commit)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from minilib.data.corpora import Document
+from minilib.data.mlm import (IGNORE_INDEX, BERTBatch, DocumentStream, PairBatches, SpecialTokens, mask_tokens,
+                              next_token_labels)
+from minilib.models.bert import BERT, BERTConfig, bert_config
+
+SP = SpecialTokens(cls_id=2, sep_id=3, pad_id=0, mask_id=4, vocab_size=1000, special_ids=(0, 1, 2, 3, 4))
+
+
+def tiny(objective="mlm+nsp", vocab=1000, **kw) -> BERT:
+    torch.manual_seed(0)
+    return BERT(bert_config(vocab, "smoke", objective, dropout=0.0, block_size=32, **kw)).eval()
+
+
+def within(count: int, n: int, p: float, sigmas: float = 4.0) -> bool:
+    """count of n Bernoulli(p) draws within `sigmas` standard deviations of n·p."""
+    return abs(count - n * p) <= sigmas * math.sqrt(n * p * (1 - p))
+
+
+def numbered_docs(n_docs=12, lines=8, line_len=(3, 30), seed=0):
+    """Documents whose token ids say where they are: document k holds ids 1000·(k+1) + its position,
+    so a pair's source and adjacency can be read from its ids."""
+    rng = np.random.default_rng(seed)
+    docs = []
+    for k in range(n_docs):
+        lengths = rng.integers(*line_len, lines)
+        starts = np.concatenate([[0], np.cumsum(lengths)])
+        docs.append([list(range(1000 * (k + 1) + a, 1000 * (k + 1) + b)) for a, b in zip(starts[:-1], starts[1:])])
+    return docs
+
+
+# ----------------------------------------------------------------------------- Task #1: masking
+
+def test_masking_rates_are_15_then_80_10_10_within_binomial_bounds():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, SP.vocab_size, (4000, 40), generator=g)
+    ids[:, 0], ids[:, 20], ids[:, -1] = SP.cls_id, SP.sep_id, SP.sep_id          # 37 real tokens a row
+    inputs, labels = mask_tokens(ids, SP, g)
+    chosen = labels != IGNORE_INDEX
+    assert (chosen.sum(1) == round(0.15 * 37)).all()                              # the released code's fixed count
+    assert torch.equal(labels[chosen], ids[chosen])                               # labels: the original tokens
+    assert torch.equal(inputs[~chosen], ids[~chosen])                             # nothing else is touched
+    n = int(chosen.sum())
+    masked = int((inputs[chosen] == SP.mask_id).sum())
+    replaced = int(((inputs[chosen] != SP.mask_id) & (inputs[chosen] != ids[chosen])).sum())
+    kept = int((inputs[chosen] == ids[chosen]).sum())
+    p_same = 1 / (SP.vocab_size - 5)                                              # a random draw may hit the original
+    assert within(masked, n, 0.8), masked / n
+    assert within(replaced, n, 0.1 * (1 - p_same)), replaced / n
+    assert within(kept, n, 0.1 + 0.1 * p_same), kept / n
+    # which positions are chosen: every real position equally often (uniform), within bounds
+    per_position = chosen.sum(0)[1:20]
+    assert all(within(int(c), 4000, round(0.15 * 37) / 37) for c in per_position)
+
+
+def test_special_tokens_are_never_chosen_nor_drawn():
+    sp = dataclasses.replace(SP, vocab_size=20)                                  # a random id would be special 1 in 4
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 5, (500, 30), generator=g)                             # mostly specials ...
+    ids[:, ::3] = torch.randint(5, sp.vocab_size, (500, 10), generator=g)         # ... a third real tokens
+    ids[0] = sp.pad_id                                                            # a row with no real token
+    inputs, labels = mask_tokens(ids, sp, g)
+    special = torch.isin(ids, torch.tensor(sp.special_ids))
+    assert (labels[special] == IGNORE_INDEX).all() and torch.equal(inputs[special], ids[special])
+    assert (labels[0] == IGNORE_INDEX).all()
+    chosen = labels != IGNORE_INDEX
+    assert (chosen.sum(1)[1:] == 2).all()                                         # round(0.15 · 10) = 2 per row
+    swapped = inputs[chosen & (inputs != sp.mask_id)]
+    assert len(swapped) > 100 and not torch.isin(swapped, torch.tensor([0, 1, 2, 3])).any()   # never special
+
+
+def test_next_token_labels_are_the_following_real_token():
+    ids = torch.tensor([[2, 10, 11, 3, 12, 3, 0, 0]])
+    assert next_token_labels(ids, SP).tolist() == [[10, 11, IGNORE_INDEX, 12, IGNORE_INDEX, IGNORE_INDEX,
+                                                     IGNORE_INDEX, IGNORE_INDEX]]
+
+
+# ----------------------------------------------------------------------------- Task #2: pairs
+
+def test_nsp_pairs_half_not_next_and_is_next_really_follows():
+    stream = DocumentStream.from_token_lists(numbered_docs())
+    batches = PairBatches(stream, dataclasses.replace(SP, vocab_size=20_000), batch_size=8, max_len=48, steps=1)
+    rng = np.random.default_rng(0)
+    pairs = [batches.sample_pair(rng) for _ in range(4000)]
+    n_random = sum(p.is_random_next for p in pairs)
+    assert within(n_random, len(pairs), 0.5), n_random / len(pairs)
+    line_starts = set(stream.line_starts.tolist())
+    for p in pairs:
+        doc_a, doc_b = int(p.a[0]) // 1000, int(p.b[0]) // 1000
+        assert len(p.a) >= 1 and len(p.b) >= 1 and len(p.a) + len(p.b) <= 48 - 3
+        assert p.a_start in line_starts                                           # a starts at a line
+        assert np.array_equal(np.diff(p.a), np.ones(len(p.a) - 1))                # contiguous text of one document
+        assert np.array_equal(np.diff(p.b), np.ones(len(p.b) - 1))
+        assert int(p.a[-1]) // 1000 == doc_a and int(p.b[-1]) // 1000 == doc_b
+        if p.is_random_next:
+            assert doc_b != doc_a                                                 # NotNext: another document
+        else:
+            assert doc_b == doc_a and p.b[0] == p.a[-1] + 1 and p.b_start == p.a_start + len(p.a)   # IsNext
+    # NotNext b is as long as the real continuation would be (capped by its own document): no length cue
+    lengths = {flag: np.mean([len(p.b) for p in pairs if p.is_random_next == flag]) for flag in (True, False)}
+    assert abs(lengths[True] - lengths[False]) < 0.15 * lengths[False], lengths
+
+
+def test_batches_lay_out_cls_a_sep_b_sep_and_repeat_per_epoch():
+    sp = dataclasses.replace(SP, vocab_size=20_000)
+    stream = DocumentStream.from_token_lists(numbered_docs())
+    batches = PairBatches(stream, sp, batch_size=16, max_len=40, steps=3, seed=5)
+    first = list(batches)
+    assert all(torch.equal(a.ids, b.ids) and torch.equal(a.labels, b.labels) for a, b in zip(first, batches))
+    batches.set_epoch(1)
+    assert not torch.equal(first[0].ids, next(iter(batches)).ids)
+    b = first[0]
+    assert isinstance(b, BERTBatch) and b.ids.shape == b.segments.shape == b.labels.shape == (16, 40)
+    original = torch.where(b.labels != IGNORE_INDEX, b.labels, b.ids)
+    for row in range(16):
+        n = int(b.attention_mask[row].sum())
+        seq = original[row, :n].tolist()
+        assert (b.attention_mask[row, :n] == 1).all() and (b.ids[row, n:] == sp.pad_id).all()
+        sep = seq.index(sp.sep_id)
+        assert seq[0] == sp.cls_id and seq[-1] == sp.sep_id and seq.count(sp.sep_id) == 2
+        assert b.segments[row].tolist() == [0] * (sep + 1) + [1] * (n - sep - 1) + [0] * (40 - n)
+        doc_a, doc_b = seq[1] // 1000, seq[sep + 1] // 1000
+        assert (doc_a != doc_b) == bool(b.nsp_labels[row])                        # the label says which
+    ltr = PairBatches(stream, sp, batch_size=4, max_len=40, steps=1, target="next", p_random_next=0.0)
+    b = next(iter(ltr))
+    assert (b.nsp_labels == 0).all() and not (b.ids == sp.mask_id).any()
+    assert torch.equal(b.labels, next_token_labels(b.ids, sp))
+    with pytest.raises(ValueError, match="second document"):
+        PairBatches(DocumentStream.from_token_lists(numbered_docs(1)), sp, 2, 40, 1)
+
+
+# ----------------------------------------------------------------------------- the model
+
+def test_config_builds_the_three_objectives():
+    assert bert_config(100, "laptop").causal is False and bert_config(100, "full").norm == "post"
+    assert bert_config(100, "smoke", "ltr").causal is True
+    with pytest.raises(ValueError, match="causal"):
+        BERTConfig(vocab_size=100, objective="mlm", causal=True)
+    with pytest.raises(ValueError, match="objective"):
+        bert_config(100, "smoke", "rtl")
+    assert hasattr(tiny(), "nsp_head") and not hasattr(tiny("mlm"), "nsp_head") and not hasattr(tiny("ltr"), "pooler")
+
+
+def test_logits_only_at_masked_positions_equal_the_full_logits_there():
+    model = tiny()
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, 1000, (3, 32), generator=g)
+    ids[:, 0] = SP.cls_id
+    inputs, labels = mask_tokens(ids, SP, g)
+    segments = torch.zeros_like(ids)
+    segments[:, 16:] = 1
+    nsp = torch.tensor([0, 1, 0])
+    out = model(inputs, segments, None, labels, nsp)
+    rows = labels != IGNORE_INDEX
+    assert out.mlm_logits.shape == (int(rows.sum()), 1000)
+    full = model(inputs, segments)
+    torch.testing.assert_close(out.mlm_logits, full.mlm_logits[rows], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out.mlm_loss, F.cross_entropy(full.mlm_logits[rows], labels[rows]), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out.nsp_loss, F.cross_entropy(full.nsp_logits, nsp))
+    torch.testing.assert_close(out.loss, out.mlm_loss + out.nsp_loss)              # §A.2: their sum
+    assert tiny("mlm")(inputs, segments, None, labels, nsp).nsp_loss is None
+
+
+def test_decoder_is_the_token_embedding_with_its_own_bias():
+    model = tiny()
+    assert model.mlm.decoder.weight is model.tok_emb.weight
+    assert model.mlm.decoder.bias.shape == (1000,)
+    h = torch.randn(2, 64)
+    with torch.no_grad():
+        model.mlm.decoder.bias.fill_(0.5)
+    torch.testing.assert_close(model.mlm(h), model.mlm.ln(F.gelu(model.mlm.dense(h), approximate="tanh"))
+                               @ model.tok_emb.weight.t() + 0.5)
+    # one weight counted once; position and segment embeddings are not "non-embedding" parameters
+    every = sum(v.numel() for k, v in model.state_dict().items() if k != "mlm.decoder.weight")
+    assert model.num_params(False) == every
+    assert model.num_params() == every - 32 * 64 - 2 * 64
+
+
+@pytest.mark.parametrize("objective", ["mlm+nsp", "ltr"])
+def test_padding_never_changes_the_real_positions(objective):
+    model = tiny(objective)
+    ids = torch.randint(5, 1000, (1, 20))
+    segments = torch.cat([torch.zeros(1, 12, dtype=torch.long), torch.ones(1, 8, dtype=torch.long)], 1)
+    alone = model.hidden(ids, segments)
+    junk = torch.randint(5, 1000, (1, 12))                                        # padding with arbitrary ids
+    padded_ids = torch.cat([ids, junk], 1)
+    padded_seg = torch.cat([segments, torch.ones(1, 12, dtype=torch.long)], 1)
+    mask = torch.cat([torch.ones(1, 20), torch.zeros(1, 12)], 1).long()
+    padded = model.hidden(padded_ids, padded_seg, mask)
+    torch.testing.assert_close(padded[:, :20], alone, rtol=1e-5, atol=1e-5)
+    unmasked = model.hidden(padded_ids, padded_seg)                               # without the mask it would leak
+    if objective != "ltr":
+        assert not torch.allclose(unmasked[:, :20], alone, atol=1e-3)
+
+
+def test_the_left_to_right_twin_never_looks_ahead_and_bert_does():
+    ids = torch.randint(5, 1000, (2, 24))
+    later = ids.clone()
+    later[:, 15] = (later[:, 15] + 7) % 995 + 5                                    # change one token at t = 15
+    for objective in ("ltr", "mlm"):
+        model = tiny(objective)
+        a, b = model.hidden(ids), model.hidden(later)
+        same = torch.isclose(a, b, rtol=1e-5, atol=1e-6).all(-1).all(0)           # (T,) position unchanged
+        if objective == "ltr":
+            assert same[:15].all() and not same[15:].any()
+        else:
+            assert not same[:15].any()                                            # every position sees both sides
+
+
+# ----------------------------------------------------------------------------- equal compute, pretraining
+
+def test_laptop_budget_is_gpt_laptops_compute():
+    from minilib.models.gpt import GPT, gpt_config
+    from minilib.recipes.bert import BERTPretrainConfig, equal_compute_tokens
+    from minilib.recipes.gpt import GPTPretrainConfig
+
+    gpt = GPTPretrainConfig.for_profile("laptop")
+    with torch.device("meta"):
+        n_gpt = GPT(gpt_config(8000, "laptop")).num_params()
+        n_bert = BERT(bert_config(8000, "laptop")).num_params()
+    tokens = equal_compute_tokens("laptop")
+    assert abs(tokens * n_bert - n_gpt * gpt.steps * gpt.batch_size * 128) <= n_bert   # rounding only
+    cfg = BERTPretrainConfig.for_profile("laptop")
+    assert abs(cfg.steps * cfg.batch_size * 128 - tokens) <= cfg.batch_size * 128 / 2
+    assert BERTPretrainConfig.for_profile("laptop", "ltr").steps > cfg.steps      # no pooler / NSP head: fewer params
+    assert BERTPretrainConfig.for_profile("laptop", steps=7).steps == 7
+
+
+TEXTS = [Document("test", str(i), None, text) for i, text in enumerate([
+    "The cat sat on the mat.\nIt purred all night.\nThe dog did not mind.",
+    "Markets fell sharply on Monday.\nInvestors sold shares of banks.\nBonds rose.",
+    "The president said the budget would pass.\nCongress voted on Friday.\nIt passed.",
+    "She read the book in one night.\nThe ending surprised her.\nShe read it again."] * 6)]
+
+
+def test_pretrain_resumes_exactly_and_saves_a_loadable_checkpoint(tmp_path, monkeypatch, one_thread):
+    from minilib.data.tokenizer import train_wordpiece
+    from minilib.models import pretrained
+    from minilib.recipes import bert as recipe
+
+    monkeypatch.setitem(pretrained.KINDS, "bert", pretrained.ModelKind(BERT, BERTConfig, {"mlm.decoder.weight":
+                                                                                            "tok_emb.weight"}))
+    tok = train_wordpiece([d.text for d in TEXTS], 200, min_char_count=1)
+    cfg = recipe.BERTPretrainConfig.for_profile("smoke", steps=6, batch_size=4, eval_every=3, valid_batches=2)
+    run = dict(progress=False, log=lambda *_: None)
+    whole = recipe.pretrain_bert(cfg, TEXTS, TEXTS[:8], tmp_path / "a.pt", tok, checkpoint_dir=tmp_path / "a", **run)
+    assert [p["step"] for p in whole["curve"]] == [0, 3, 6] and (tmp_path / "a/snapshots/step-000006.pt").exists()
+    assert whole["steps"] == 6 and 0 <= whole["valid_nsp_accuracy"] <= 1
+
+    class Interrupt(recipe.StopAfter):                                            # Ctrl-C after step 4
+        def after_step(self, learner):
+            if learner.step >= self.steps:
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(recipe, "StopAfter", Interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        recipe.pretrain_bert(cfg, TEXTS, TEXTS[:8], tmp_path / "b.pt", tok, checkpoint_dir=tmp_path / "b",
+                             max_steps=4, **run)
+    resumed = recipe.pretrain_bert(cfg, TEXTS, TEXTS[:8], tmp_path / "b.pt", tok, checkpoint_dir=tmp_path / "b", **run)
+    assert resumed["curve"] == whole["curve"] and resumed["valid_nats_per_token"] == whole["valid_nats_per_token"]
+
+    back = pretrained.load_pretrained(tmp_path / "a.pt", "bert")
+    assert back.model.mlm.decoder.weight is back.model.tok_emb.weight and back.vocab.mask_id == tok.mask_id
+    assert back.meta["metrics"]["objective"] == "mlm+nsp"
+    batches = list(recipe.batches_for(DocumentStream.from_documents(tok, TEXTS[:8]), SpecialTokens.of(tok), cfg,
+                                      2, 64, cfg.seed))
+    rescored = recipe.held_out_scores(back.model, batches)["valid_nats_per_token"]
+    assert rescored == pytest.approx(whole["valid_nats_per_token"], rel=1e-6)     # the JSON's number, re-measured
