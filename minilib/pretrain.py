@@ -174,11 +174,28 @@ def pretrain_gpt_command(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- bert
+
+def add_bert_arguments(p: argparse.ArgumentParser) -> None:
+    from minilib.recipes.bert import add_bert_arguments as add_own   # BERT's own options live with its recipe
+
+    add_own(p)
+    add_run_arguments(p, "bert")
+
+
+def pretrain_bert_command(args: argparse.Namespace) -> int:
+    from minilib.recipes.bert import pretrain_bert_command as run
+
+    return run(args, command=_command_line(args))
+
+
 PRETRAINERS: dict[str, Pretrainer] = {
     "awd-lstm": Pretrainer("AWD-LSTM language model (Merity et al. 2017), ULMFiT's stage (a)",
                            add_awd_arguments, awd_lstm_command),
     "elmo": Pretrainer("ELMo's char-CNN biLM (Peters et al. 2018)", add_elmo_arguments, pretrain_elmo_command),
     "gpt": Pretrainer("GPT-1's Transformer decoder (Radford et al. 2018)", add_gpt_arguments, pretrain_gpt_command),
+    "bert": Pretrainer("BERT's Transformer encoder (Devlin et al. 2018): masked LM + next sentence prediction",
+                       add_bert_arguments, pretrain_bert_command),
 }
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from minilib.bench.awd_lstm import awd_lstm_arguments, bench_awd_lstm
+from minilib.bench.bert import bench_bert, bert_arguments
 from minilib.bench.gpt import bench_gpt, gpt_arguments
 from minilib.bench.word2vec import bench_word2vec, word2vec_arguments
 
@@ -33,6 +34,8 @@ BENCHES: dict[str, Bench] = {
                       awd_lstm_arguments, bench_awd_lstm),
     "gpt": Bench("minilib TransformerLM vs HF GPT2LMHeadModel (same config, weights, data, AdamW): tok/s, MFU",
                  gpt_arguments, bench_gpt),
+    "bert": Bench("minilib BERT masked-LM step vs HF BertForMaskedLM (same config, weights, data, AdamW): tok/s",
+                  bert_arguments, bench_bert),
 }
 
 

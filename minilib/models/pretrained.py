@@ -30,6 +30,7 @@ from minilib.runtime import UsageError
 from minilib.data.tokenizer import SubwordTokenizer, load_tokenizer_json
 from minilib.data.vocab import Vocab
 from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
+from minilib.models.bert import BERT, BERTConfig
 from minilib.models.elmo import BiLM, ELMoConfig
 from minilib.models.gpt import GPT
 from minilib.models.transformer import TransformerConfig
@@ -48,6 +49,7 @@ KINDS: dict[str, ModelKind] = {
     "awd-lstm": ModelKind(AWDLSTM, AWDLSTMConfig, {"decoder.weight": "encoder.embedding.weight"}),
     "elmo": ModelKind(BiLM, ELMoConfig),
     "gpt": ModelKind(GPT, TransformerConfig, {"head.weight": "tok_emb.weight"}),
+    "bert": ModelKind(BERT, BERTConfig, {"mlm.decoder.weight": "tok_emb.weight"}),
 }
 
 
