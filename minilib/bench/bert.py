@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 
 # torch and transformers are imported inside the functions: `python -m minilib data ...` builds this parser too
@@ -92,27 +91,18 @@ def copy_into_bert(model, hf) -> None:
 
 
 def bench_bert(args: argparse.Namespace) -> int:
-    try:
-        from transformers import BertForMaskedLM
-        from transformers.utils import logging as hf_logging
-    except ModuleNotFoundError:
-        print("bench bert compares against Hugging Face transformers, which is not installed: "
-              "pip install transformers (a dev dependency: pip install -e .[dev])", file=sys.stderr)
+    from minilib.bench.gpt import adamw_like_minilib, start_hf_bench
+
+    if not start_hf_bench(args, "bert"):
         return 2
     import torch
+    from transformers import BertForMaskedLM
 
     from minilib import data, runtime
-    from minilib.bench.gpt import adamw_like_minilib
     from minilib.data.mlm import DocumentStream, PairBatches, SpecialTokens
     from minilib.data.tokenizer import pretrained_tokenizer
     from minilib.models.bert import BERT, BERTConfig
 
-    if args.width % args.heads:
-        print(f"--width {args.width} must be a multiple of --heads {args.heads}", file=sys.stderr)
-        return 2
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    hf_logging.set_verbosity_error()
     device = runtime.device(args.device)
     tok = pretrained_tokenizer("wordpiece", "laptop")
     stream = DocumentStream.from_documents(tok, data.pretraining_corpus("train", max_words=args.words))

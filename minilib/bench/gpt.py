@@ -103,27 +103,37 @@ def matmul_seconds(device, dtype, n: int = 2048):
     return seconds
 
 
-def bench_gpt(args: argparse.Namespace) -> int:
+def start_hf_bench(args: argparse.Namespace, name: str) -> bool:
+    """What every bench against Hugging Face checks first: transformers is installed, the width splits
+    into the heads; then threads and quiet HF logs. False (the reason printed, one line) if it cannot run."""
     try:
-        from transformers import GPT2Config, GPT2LMHeadModel
         from transformers.utils import logging as hf_logging
     except ModuleNotFoundError:
-        print("bench gpt compares against Hugging Face transformers, which is not installed: "
+        print(f"bench {name} compares against Hugging Face transformers, which is not installed: "
               "pip install transformers (a dev dependency: pip install -e .[dev])", file=sys.stderr)
+        return False
+    import torch
+
+    if args.width % args.heads:
+        print(f"--width {args.width} must be a multiple of --heads {args.heads}", file=sys.stderr)
+        return False
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    hf_logging.set_verbosity_error()
+    return True
+
+
+def bench_gpt(args: argparse.Namespace) -> int:
+    if not start_hf_bench(args, "gpt"):
         return 2
     import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
 
     from minilib import runtime
     from minilib.bench.awd_lstm import text_ids
     from minilib.data.batching import LMStream
     from minilib.models.transformer import TransformerConfig, TransformerLM
 
-    if args.width % args.heads:
-        print(f"--width {args.width} must be a multiple of --heads {args.heads}", file=sys.stderr)
-        return 2
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    hf_logging.set_verbosity_error()
     device = runtime.device(args.device)
     n_tokens = args.batch * args.context * (args.warmup + args.steps) + 1
     ids, vocab_size = text_ids(args.vocab_size, n_tokens)

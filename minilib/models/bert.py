@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from minilib.models.transformer import IGNORE_INDEX, Block, TransformerConfig, attention_mask_4d
+from minilib.models.transformer import IGNORE_INDEX, Block, TransformerConfig, attention_mask_4d, init_weights
 
 OBJECTIVES = ("mlm+nsp", "mlm", "ltr")
 
@@ -126,15 +126,7 @@ class BERT(nn.Module):
         if cfg.objective == "mlm+nsp":
             self.pooler = nn.Linear(C, C)                        # "pooled" [CLS]: dense · tanh (the released code)
             self.nsp_head = nn.Linear(C, 2)                      # §3.1 Task #2: IsNext / NotNext
-        self.apply(self._init_weights)
-
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        """The released code's initialiser: weights N(0, 0.02) (truncated there), biases 0, LayerNorm 1 and 0."""
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+        self.apply(init_weights)                                 # the released code's N(0, 0.02) (truncated there), biases 0
 
     def hidden(self, idx: torch.Tensor, segments: torch.Tensor | None = None,
                attention_mask: torch.Tensor | None = None) -> torch.Tensor:

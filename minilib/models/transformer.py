@@ -289,6 +289,15 @@ def chunked_lm_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
 
 
 # -- the language model ------------------------------------------------------------------------------
+def init_weights(module: nn.Module) -> None:
+    """GPT-1 §4.1, GPT-2 and BERT's released code: weights N(0, 0.02), biases 0 (LayerNorm keeps gain 1,
+    shift 0). Use as model.apply(init_weights)."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+
+
 class TransformerLM(nn.Module):
     """Token ids (B, T) → next-token logits (B, T, V), and the loss when targets are given."""
 
@@ -307,18 +316,10 @@ class TransformerLM(nn.Module):
         self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
         if cfg.tie_weights:
             self.head.weight = self.tok_emb.weight  # one (V, C) matrix reads and predicts every token
-        self.apply(self._init_weights)
+        self.apply(init_weights)
         for block in self.blocks:  # GPT-2 §2.3: residual projections scaled by 1/√N, N = 2 adds per block
             for proj in (block.attn.proj, block.mlp.proj):
                 nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
-
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        """GPT-1 §4.1 / GPT-2: weights N(0, 0.02), biases 0 (LayerNorm keeps gain 1, shift 0)."""
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
 
     def new_cache(self) -> list[LayerCache]:
         """An empty KV cache, one `LayerCache` per block, for `hidden(..., cache=)` (causal models)."""
