@@ -176,7 +176,18 @@ def test_lm_quality_divides_both_models_nats_by_the_same_words(tmp_path):
     assert g["nats"] == pytest.approx(g["tokens"] * np.log(tok.vocab_size), rel=1e-6)
     assert g["ppl_per_word"] == pytest.approx(tok.vocab_size ** (g["tokens"] / words), rel=1e-5)
     assert g["bits_per_byte"] == pytest.approx(g["nats"] / np.log(2) / g["bytes"])
-    assert 0 < r["awd-lstm"]["unk_rate"] < 1
+    a = r["awd-lstm"]
+    assert 0 < a["unk_rate"] < 1 and a["unk_words"] > 0
+    assert a["ppl_per_word_open"] == pytest.approx(np.exp((a["nats"] + a["unk_spelling_nats"]) / words))
+    assert a["ppl_per_word_open"] > a["ppl_per_word"]
+
+
+def test_spelling_cost_is_a_character_unigram_with_an_end_mark():
+    from minilib.experiments.lm_quality import spelling_nats
+
+    assert spelling_nats(["ab"], ["ab"]) == pytest.approx(3 * np.log(3))      # a, b, end: each (1 + 1) / (3 + 3)
+    assert spelling_nats(["ab", "ab"], ["ab"]) == pytest.approx(6 * np.log(3))
+    assert spelling_nats(["z"], ["ab"]) > spelling_nats(["a"], ["ab"])          # unseen letters cost more
 
 
 def test_continuation_log_probs_sum_the_pieces_whatever_the_batch():
