@@ -162,12 +162,15 @@ q = json.loads((lm_quality.RESULTS_DIR / f"lm-quality-{GRID_PROFILE}.json").read
 a, g = q["awd-lstm"], q["gpt"]
 rows = [["AWD-LSTM (chapter 04)", f"{a['train_tokens_seen']:,}", f"{a['tokens_per_s_pretraining']:,.0f}",
          f"{a['ppl_per_word']:.1f}", f"{a['unk_rate']:.1%} of its tokens are <unk>"],
+        ["AWD-LSTM, <unk>s spelled out", "", "", f"{a['ppl_per_word_open']:.1f}",
+         "each <unk> word charged a character unigram model's spelling cost"],
         ["GPT (this chapter)", f"{g['train_tokens_seen']:,}", f"{g['tokens_per_s_pretraining']:,.0f}",
          f"{g['ppl_per_word']:.1f}", f"{g['bits_per_byte']:.3f} bits per byte"]]
 display(Markdown(viz.markdown_table(["model", "pretraining tokens", "tokens/s", "perplexity per word", "note"], rows)))
-better = "GPT" if g["ppl_per_word"] < a["ppl_per_word"] else "the AWD-LSTM"
-print(f"on {q['words']:,} held-out words, {better} has the lower perplexity per word "
-      f"(commit {q['provenance']['commit'][:10]})")
+for label, awd_ppl in (("as trained", a["ppl_per_word"]), ("with its <unk>s spelled out", a["ppl_per_word_open"])):
+    better = "GPT" if g["ppl_per_word"] < awd_ppl else "the AWD-LSTM"
+    print(f"on {q['words']:,} held-out words, against the AWD-LSTM {label}: {better} has the lower perplexity per word")
+print(f"(results commit {q['provenance']['commit'][:10]})")
 """)
 
 md(r"""
