@@ -258,3 +258,38 @@ def test_gpt_norm_trains_both_blocks_on_the_same_batches(one_thread):
     assert set(r["runs"]) == {"post", "pre"} and all(len(v["train_loss"]) == 3 for v in r["runs"].values())
     assert r["runs"]["post"]["train_loss"][0] != r["runs"]["pre"]["train_loss"][0]          # two different models
     assert gpt_norm.summary_line(r).startswith("gpt-norm: post_valid=")
+
+
+def test_tagger_reads_each_words_last_piece_and_drops_what_does_not_fit():
+    from minilib.models.gpt import GPTTagger
+
+    model = GPTTagger(tiny(), n_classes=4).eval()
+    ids, ends = model.transform_words([[5, 6], [7], [8, 9, 10]])
+    assert ids == [model.start_id, 5, 6, 7, 8, 9, 10] and ends == [2, 3, 6]
+    ids_long, ends_long = model.transform_words([[1] * 10, [2] * 10, [3] * 10])     # block_size 24
+    assert len(ends_long) == 2 and len(ids_long) == 21
+    logits = model(torch.tensor([ids]), torch.tensor([7]), torch.tensor([ends]))
+    h = model.gpt.hidden(torch.tensor([ids]))[0]
+    torch.testing.assert_close(logits[0], model.classifier(h[[2, 3, 6]]))
+    padded = model(torch.tensor([ids + [1, 1]]), torch.tensor([7]), torch.tensor([ends + [-1]]))
+    torch.testing.assert_close(padded[0, :3], logits[0])
+
+
+def test_tagger_loss_ignores_padded_words():
+    from minilib.models.gpt import GPTTagger
+
+    model = GPTTagger(tiny(), n_classes=4, lm_coef=0.0).eval()
+    ids, ends = model.transform_words([[5, 6], [7]])
+    tags = torch.tensor([[1, 2, 3]])
+    loss, _ = model(torch.tensor([ids]), torch.tensor([4]), torch.tensor([ends + [-1]]), tags)
+    logits = model(torch.tensor([ids]), torch.tensor([4]), torch.tensor([ends]))
+    torch.testing.assert_close(loss, F.cross_entropy(logits[0], tags[0, :2]))
+
+
+def test_tagging_batches_pad_ids_ends_and_tags():
+    from minilib.data.batching import TaggingBatches
+
+    items = [([0, 5, 6], [2], [3]), ([0, 7, 8, 9], [1, 3], [1, 2])]
+    ids, lengths, ends, tags = next(iter(TaggingBatches(items, batch_size=2, shuffle=False, pad_id=1)))
+    assert ids.tolist() == [[0, 5, 6, 1], [0, 7, 8, 9]] and lengths.tolist() == [3, 4]
+    assert ends.tolist() == [[2, -1], [1, 3]] and tags.tolist() == [[3, -100], [1, 2]]

@@ -191,6 +191,39 @@ class ClassificationBatches:
             yield ids, lengths, self.labels[idx]
 
 
+class TaggingBatches:
+    """(ids, lengths, ends, tags) batches for a tagger that reads subword pieces (GPTTagger): an item is
+    (ids, ends, tags) — the pieces of a sentence, the position of each word's last piece, one tag per word.
+    Padded per batch (ids with pad_id, ends with -1, tags with -100), shuffled per (seed, epoch) when
+    training (runs and resumes repeat), in order otherwise."""
+
+    def __init__(self, items: Sequence[tuple[list[int], list[int], list[int]]], batch_size: int = 32,
+                 shuffle: bool = True, pad_id: int = 0, seed: int = 0):
+        if not items:
+            raise ValueError("no sentences to batch")
+        self.items, self.batch_size, self.shuffle, self.pad_id, self.seed, self.epoch = \
+            list(items), batch_size, shuffle, pad_id, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return -(-len(self.items) // self.batch_size)
+
+    def __iter__(self):
+        order = (np.random.default_rng((self.seed, self.epoch)).permutation(len(self.items)) if self.shuffle
+                 else np.arange(len(self.items)))
+        for start in range(0, len(order), self.batch_size):
+            chunk = [self.items[i] for i in order[start:start + self.batch_size]]
+            ids, lengths = pad_collate([np.asarray(c[0]) for c in chunk], self.pad_id)
+            width = max(len(c[1]) for c in chunk)
+            ends = torch.full((len(chunk), width), -1, dtype=torch.long)
+            tags = torch.full((len(chunk), width), -100, dtype=torch.long)
+            for row, (_, e, t) in enumerate(chunk):
+                ends[row, :len(e)], tags[row, :len(t)] = torch.as_tensor(e), torch.as_tensor(t)
+            yield ids, lengths, ends, tags
+
+
 class ELMoBatches:
     """Fixed-length windows of real text for the biLM, as (ids (B, T+2), chars (B, T, C)) batches.
 

@@ -20,6 +20,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
+
 from minilib import provenance, runtime, tasks
 from minilib.experiments import grid
 
@@ -53,13 +56,33 @@ def default_checkpoint(profile: str | None = None) -> Path:
     return provenance.REPO_ROOT / "checkpoints" / f"gpt-{'laptop' if profile == 'smoke' else profile}.pt"
 
 
+def _word_pieces(tok, words: list[str]) -> list[list[int]]:
+    """Each word's BPE ids as GPT reads running text: the first word bare, every later one after a space."""
+    return [tok.encode(w if i == 0 else " " + w) for i, w in enumerate(words)]
+
+
+@torch.no_grad()
+def tagging_accuracy(model, batches) -> float:
+    """Share of the scored words (those that fit the context) whose tag the tagger gets right."""
+    was_training = model.training
+    model.eval()
+    right = total = 0
+    for ids, lengths, ends, tags in batches:
+        pred = model(ids, lengths, ends).argmax(-1)
+        scored = ends >= 0
+        right += int((pred == tags)[scored].sum())
+        total += int(scored.sum())
+    model.train(was_training)
+    return right / max(total, 1)
+
+
 def train_gpt_classifier(task: tasks.Task, idx, seed: int, settings: dict, checkpoint, *, progress=False,
                          callbacks=(), valid_curve: bool = False, **_) -> dict[str, Any]:
-    """One point: GPTClassifier on task.train[idx], scored once on task.test. The checkpoint gives the
-    tokenizer and the architecture (and, when pretrained, the weights)."""
-    from minilib.data.batching import ClassificationBatches
+    """One point: GPTClassifier (GPTTagger for a token task) on task.train[idx], scored once on task.test.
+    The checkpoint gives the tokenizer and the architecture (and, when pretrained, the weights)."""
+    from minilib.data.batching import ClassificationBatches, TaggingBatches
     from minilib.eval.classification import error_rate
-    from minilib.models.gpt import GPT, GPTClassifier
+    from minilib.models.gpt import GPT, GPTClassifier, GPTTagger
     from minilib.models.pretrained import load_pretrained
     from minilib.recipes.gpt import fine_tune_gpt
 
@@ -68,40 +91,47 @@ def train_gpt_classifier(task: tasks.Task, idx, seed: int, settings: dict, check
     tok = pre.vocab
     runtime.seed_everything(seed)
     gpt = pre.model if config.pretrained else GPT(pre.model.cfg)
-    model = GPTClassifier(gpt.train(), task.n_classes, lm_coef=config.lm_coef)
+    tagging = task.kind == "token"
+    model = (GPTTagger if tagging else GPTClassifier)(gpt.train(), task.n_classes, lm_coef=config.lm_coef)
 
-    def encode(split, which):
+    def batches(split, which, **kw):
+        if tagging:
+            items = []
+            for i in which:
+                ids, ends = model.transform_words(_word_pieces(tok, split.texts[i]))
+                items.append((ids, ends, split.labels[i][:len(ends)]))
+            return TaggingBatches(items, pad_id=tok.pad_id, **kw)
         texts = [split.texts[i] for i in which]
-        if task.kind == "pair":
-            return [model.transform(tok.encode(a), tok.encode(b)) for a, b in texts]
-        return [model.transform(tok.encode(t)) for t in texts]
+        seqs = ([model.transform(tok.encode(a), tok.encode(b)) for a, b in texts] if task.kind == "pair"
+                else [model.transform(tok.encode(t)) for t in texts])
+        return ClassificationBatches(seqs, [split.labels[i] for i in which], pad_id=tok.pad_id, **kw)
 
     idx = list(idx)
     repeat = max(1, -(-config.min_steps_per_epoch * config.batch_size // len(idx)))
-    train = ClassificationBatches(encode(task.train, idx) * repeat, [task.train.labels[i] for i in idx] * repeat,
-                                  batch_size=config.batch_size, pad_id=tok.pad_id, seed=seed)
+    train = batches(task.train, idx * repeat, batch_size=config.batch_size, seed=seed)
     test_idx = list(range(len(task.test)))
     if config.max_test is not None and config.max_test < len(test_idx):
-        test_idx = tasks.stratified_sample(task.test.labels, config.max_test, seed=0).tolist()
-    test = ClassificationBatches(encode(task.test, test_idx), [task.test.labels[i] for i in test_idx],
-                                 batch_size=64, shuffle=False, pad_id=tok.pad_id)
+        test_idx = (np.random.default_rng(0).permutation(len(test_idx))[:config.max_test].tolist() if tagging
+                    else tasks.stratified_sample(task.test.labels, config.max_test, seed=0).tolist())
+    test = batches(task.test, test_idx, batch_size=64, shuffle=False)
     if valid_curve and not task.name.endswith("-valid"):
         raise runtime.UsageError(f"valid_curve scores the test split every epoch: use it on {task.name}'s "
                                  f"validation task (Task.validation()), never on the real test split")
     t0 = time.perf_counter()
-    learner = fine_tune_gpt(model, train, config.epochs, config.lr, config.warmup, valid=test if valid_curve else None,
-                            callbacks=callbacks, progress=progress)
+    score = tagging_accuracy if tagging else (lambda m, b: 1 - error_rate(m, b))
+    learner = fine_tune_gpt(model, train, config.epochs, config.lr, config.warmup,
+                            valid=test if valid_curve else None, score=score, callbacks=callbacks, progress=progress)
     curve = [{"epoch": i + 1, **{k: e[k] for k in ("train_loss", "valid_error") if k in e}}
              for i, e in enumerate(learner.history.epochs)]
-    error = error_rate(model, test)
-    return {"accuracy": 1 - error, "n_test": len(test_idx), "curve": curve, "train_seconds": round(time.perf_counter() - t0, 2),
+    return {"accuracy": score(model, test), "n_test": len(test_idx), "curve": curve,
+            "train_seconds": round(time.perf_counter() - t0, 2),
             "pretrained": str(checkpoint) if config.pretrained else None}
 
 
 for _name in METHODS:
     grid.register(grid.Method(_name, "gpt", train_gpt_classifier,
                               lambda prof, _name=_name: asdict(method_config(_name, prof)),
-                              checkpoint=default_checkpoint, kinds=("sentence", "pair"), label=LABELS[_name]))
+                              checkpoint=default_checkpoint, kinds=("sentence", "pair", "token"), label=LABELS[_name]))
 
 
 # ----------------------------------------------------------------------------- choosing the recipe

@@ -148,12 +148,46 @@ class GPTClassifier(nn.Module):
         logits = self.classifier(self.dropout(last))                          # (B, n_classes)
         if labels is None:
             return logits
-        task_loss = F.cross_entropy(logits, labels)                          # L2
+        return self.with_lm_loss(F.cross_entropy(logits, labels), h, ids, lengths)    # L2 (+ λ · L1)
+
+    def with_lm_loss(self, task_loss: torch.Tensor, h: torch.Tensor, ids: torch.Tensor, lengths: torch.Tensor):
+        """(L2 + λ · L1, its parts), L1 on the text: each text token predicted from the ones before it
+        (not the added tokens, not padding), from the same top-layer states h."""
         if not self.lm_coef:
             return task_loss, {"task_loss": task_loss.detach()}
-        # L1 on the text: predict each text token from the ones before it (not the added tokens, not padding)
         targets = ids[:, 1:].clone()
         position = torch.arange(1, ids.size(1), device=ids.device)[None]
         targets[(position >= lengths.to(ids.device)[:, None]) | (targets >= self.text_vocab)] = IGNORE_INDEX
         lm_loss = chunked_lm_loss(h[:, :-1], self.gpt.head.weight, targets)
         return task_loss + self.lm_coef * lm_loss, {"task_loss": task_loss.detach(), "lm_loss": lm_loss.detach()}
+
+
+class GPTTagger(GPTClassifier):
+    """GPT fine-tuned to label every word (part of speech): the input is `start · the words' pieces`,
+    and W_y reads the state of each word's *last* piece, the first position at which a left-to-right
+    model has seen the whole word (it never sees the words after it: GPT's limit, chapter 07's point).
+    The loss is the mean over words of the tag cross-entropy, plus λ · L1 on the text (eq. 5).
+
+    forward(ids, lengths, ends) → (B, W, n_tags) logits, one row per word (`ends`: (B, W) positions of
+    each word's last piece, -1 for padding); forward(ids, lengths, ends, tags) → (loss, parts)."""
+
+    def transform_words(self, pieces: list[list[int]]) -> tuple[list[int], list[int]]:
+        """(start · pieces of every word, the position of each word's last piece), cut to the context:
+        words that do not fit are left out (and so not scored)."""
+        ids, ends = [self.start_id], []
+        for word in pieces:
+            if len(ids) + len(word) > self.gpt.cfg.block_size:
+                break
+            ids += word
+            ends.append(len(ids) - 1)
+        return ids, ends
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor, ends: torch.Tensor, tags: torch.Tensor | None = None):
+        h = self.gpt.hidden(ids)                                              # (B, T, C)
+        at = h.gather(1, ends.clamp(min=0)[..., None].expand(-1, -1, h.size(-1)))   # (B, W, C): each word's last piece
+        logits = self.classifier(self.dropout(at))                           # (B, W, n_tags)
+        if tags is None:
+            return logits
+        tags = tags.masked_fill(ends < 0, IGNORE_INDEX)
+        task_loss = F.cross_entropy(logits.flatten(0, 1), tags.flatten(), ignore_index=IGNORE_INDEX)
+        return self.with_lm_loss(task_loss, h, ids, lengths)

@@ -164,25 +164,23 @@ def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, to
 # ----------------------------------------------------------------------------- fine-tuning (§3.2, §4.1)
 
 class EpochError(Callback):
-    """The error on `batches` after every epoch, into learner.history.epochs (a validation curve)."""
+    """1 − score(model, batches) after every epoch, into learner.history.epochs["valid_error"]."""
 
-    def __init__(self, batches):
-        self.batches = batches
+    def __init__(self, batches, score):
+        self.batches, self.score = batches, score
 
     def after_epoch(self, learner) -> None:
-        from minilib.eval.classification import error_rate
-
-        learner.history.epochs[-1]["valid_error"] = error_rate(learner.model, self.batches)
+        learner.history.epochs[-1]["valid_error"] = 1 - self.score(learner.model, self.batches)
 
 
 def fine_tune_gpt(model, train, epochs: int = 3, lr: float = 6.25e-5, warmup: float = 0.002, *,
-                  valid=None, weight_decay: float = 0.01, clip: float | None = 1.0,
+                  valid=None, score=None, weight_decay: float = 0.01, clip: float | None = 1.0,
                   callbacks=(), progress: bool | str = False, device=None) -> Learner:
     """GPT-1's fine-tuning (§4.1): every layer trains from the start at one LR (6.25e-5), linear
     warm-up over 0.2 % of the steps then linear decay, batch 32 (the batches' own), 3 epochs,
-    the loss L2 + λ·L1 computed by the model (GPTClassifier). `valid`: (ids, lengths, labels)
-    batches scored after every epoch into learner.history.epochs ("valid_error")."""
-    cbs = list(callbacks) + ([EpochError(valid)] if valid is not None else [])
+    the loss L2 + λ·L1 computed by the model (GPTClassifier, GPTTagger). `valid`: batches scored by
+    `score(model, batches)` (an accuracy) after every epoch, into learner.history.epochs ("valid_error")."""
+    cbs = list(callbacks) + ([EpochError(valid, score)] if valid is not None else [])
     learner = Learner(model, train, None, weight_decay=weight_decay, clip=clip, callbacks=cbs,
                       progress=progress, device=device)
     learner.fit(epochs, lr=lr, schedule="linear", warmup=warmup)
