@@ -375,7 +375,8 @@ def generation_explorer(models: dict, vocab, prompt: str = "the president said",
 # -- live training: a progress bar and line inside the panel ---------------------------------------
 def _training_callback(panel: Panel, done: int, total: int, what: str, epochs: int):
     """A minilib.train callback moving the panel's bar through one of `total` jobs (`done` before it)
-    as the Learner steps; `epochs` fit() calls of one epoch each make the job (fine_tune_classifier)."""
+    as the Learner steps; `epochs` fit() calls of one epoch each make the job (fine_tune_classifier),
+    or with epochs=1 one fit of the learner's own epochs (fine_tune_gpt)."""
     from minilib.train.callbacks import Callback
 
     class MoveBar(Callback):
@@ -387,41 +388,55 @@ def _training_callback(panel: Panel, done: int, total: int, what: str, epochs: i
             if now - self.last > 0.2 or learner.step == steps:  # at most 5 updates a second
                 self.last = now
                 epoch = min(learner.step * epochs // max(steps, 1) + 1, epochs)
+                if epochs == 1:  # one fit of several epochs
+                    epoch, epochs_shown = learner.epoch + 1, learner.epochs
+                else:
+                    epochs_shown = epochs
                 panel.progress(done + learner.step / max(steps, 1), total,
-                               f"{what}: epoch {epoch}/{epochs}, step {learner.step}/{steps}")
+                               f"{what}: epoch {epoch}/{epochs_shown}, step {learner.step}/{steps}")
     return MoveBar()
 
 
 # -- chapter 04: ULMFiT -----------------------------------------------------------------------------
 def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_dir=None,
-                               grid_profile: str | None = None) -> w.VBox:
+                               grid_profile: str | None = None, more_methods: Sequence[str] = ()) -> w.VBox:
     """Chapter 04: error vs labels for each method. Cached grid points (of `grid_profile`, default
     the current profile) show at once; "train this point" trains the chosen label count / methods
     / seed live at the current profile's sizes, with a progress bar, and shows it apart from the
     grid: a ring on the plot and its own line, labelled with its profile, never in the grid's mean.
-    A click while training is ignored, and a trained point is cached, so it never trains twice."""
+    A click while training is ignored, and a trained point is cached, so it never trains twice.
+    `more_methods`: later chapters' methods of the grid runner (e.g. "gpt-scratch", "gpt"), with their
+    own default checkpoints and settings, on the same chart."""
     import dataclasses
 
     from minilib import runtime
+    from minilib.experiments import grid as grid_runner
     from minilib.experiments import sample_efficiency as se
 
-    # -- data access: every call into the experiment is here (to re-point at the grid runner)
+    # -- data access: every call into the experiments is here
     live_profile = runtime.profile()
     grid_prof = grid_profile or live_profile
     config = dataclasses.replace(config or se.SIZES[live_profile], task=task)
     grid_config = config if grid_profile is None else dataclasses.replace(se.SIZES[grid_profile], task=task)
-    methods, style, resolve = se.METHODS, se.METHOD_STYLE, functools.partial(se.resolve_labels, task)
+    methods, style, resolve = [*se.METHODS, *more_methods], se.METHOD_STYLE, functools.partial(se.resolve_labels, task)
 
     def tunes_the_lm(method):  # stage (b) first: slow the first time, cached after
-        return se.RECIPES[method].lm_fine_tuning
+        return method in se.RECIPES and se.RECIPES[method].lm_fine_tuning
 
     def grid_summary():
         rows = se.cached_rows(task, pretrained_path, grid_config, results_dir=results_dir, profile=grid_profile)
+        rows += grid_runner.cached_rows(task, list(more_methods), grid_config.label_counts, grid_config.seeds,
+                                        grid_prof) if more_methods else []
         return se.summarize(rows)
 
     def train_live(method, n_labels, seed_, callback):
+        if method not in se.RECIPES:
+            return grid_runner.run_point(task, n_labels, method, seed_, progress=False, callbacks=[callback])
         return se.run_point(task, n_labels, method, seed_, pretrained_path, config, results_dir=results_dir,
                             progress=False, callbacks=[callback])
+
+    def fits(method):  # fit() calls of one epoch each that make a point (the progress bar's unit)
+        return config.clf_epochs if method in se.RECIPES else 1
 
     def plot_grid(summary, ax):
         se.plot_curves(summary, task, ax=ax)
@@ -488,8 +503,7 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
             lm_stage = "fine-tuning the LM on the task's text first (stage b; cached after), then " \
                 if tunes_the_lm(method) else ""
             panel.progress(i, len(chosen), f"{what}: {lm_stage}training …")
-            row = train_live(method, n_labels, seed_, _training_callback(panel, i, len(chosen), what,
-                                                                         config.clf_epochs))
+            row = train_live(method, n_labels, seed_, _training_callback(panel, i, len(chosen), what, fits(method)))
             live[:] = [p for p in live if (p["method"], p["n_labels"], p["seed"]) != (method, row["n_labels"], seed_)]
             live.append(row)
             panel.progress(i + 1, len(chosen), f"{what}: test error {row['error']:.1%} ({row['seconds']:.0f} s)")

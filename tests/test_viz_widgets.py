@@ -293,6 +293,40 @@ def test_sample_efficiency_explorer_keeps_a_live_point_apart_from_the_grid(monke
         plot_pixels(panel)
 
 
+def test_sample_efficiency_explorer_shows_and_trains_later_chapters_methods(monkeypatch):
+    from minilib.experiments import grid as grid_runner
+    from minilib.experiments import sample_efficiency as se
+
+    ulmfit = [{"task": "rt", "method": m, "n_labels": 100, "seed": s, "error": 0.4} for m in se.METHODS for s in (0, 1)]
+    gpt = [{"task": "rt", "method": "gpt", "n_labels": 100, "seed": s, "error": 0.2 + 0.02 * s} for s in (0, 1)]
+    routed = []
+
+    def fake_grid_point(task, n_labels, method, seed, *, callbacks=(), **_):
+        routed.append(method)
+        learner = _fake_learner(steps=6)
+        learner.epoch, learner.epochs = 0, 3
+        for _ in range(6):
+            learner.step += 1
+            for cb in callbacks:
+                cb.last = 0.0
+                cb.after_step(learner)
+        return {"task": task, "method": method, "n_labels": 100, "seed": seed, "error": 0.25, "seconds": 1.0,
+                "curve": [{"epoch": 1, "train_loss": 0.7}]}
+
+    monkeypatch.setattr(se, "cached_rows", lambda *a, **k: ulmfit)
+    monkeypatch.setattr(grid_runner, "cached_rows", lambda task, methods, *a, **k: [r for r in gpt if r["method"] in methods])
+    monkeypatch.setattr(grid_runner, "run_point", fake_grid_point)
+    monkeypatch.setattr(se, "resolve_labels", lambda task, n: 8000 if n == se.ALL else int(n))
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    panel = widgets.sample_efficiency_explorer("rt", "unused.pt", grid_profile="laptop", more_methods=("gpt",))
+    assert "gpt" in text(panel) and "error 21.0% ± 1.0% (2 seeds, cached laptop grid)" in text(panel)
+    for box in parts(panel, w.Checkbox)[:len(se.METHODS)]:
+        box.value = False                                   # only GPT ticked
+    part(panel, w.Button, "train this point").click()
+    assert routed == ["gpt"] and "trained here at smoke sizes" in text(panel)
+    plot_pixels(panel)
+
+
 def test_downstream_explorer_keeps_a_live_point_apart_and_reports_each_step(monkeypatch):
     from minilib.experiments import elmo_downstream as ed
 
