@@ -308,6 +308,16 @@ for task in summary:
 """)
 
 md(r"""
+Chapter 04's widget, now with GPT: pick a task's label count and methods; the cached grid answers at
+once, and "train this point" trains one live (apart from the grid's mean).
+""")
+
+code(r"""
+widgets.sample_efficiency_explorer("trec", se.default_checkpoint("laptop"), grid_profile=GRID_PROFILE,
+                                   more_methods=("gpt-scratch", "gpt"))
+""")
+
+md(r"""
 ## 7. Ablations beside the paper's Table 5
 
 The paper removed one piece at a time and averaged over its GLUE tasks:
