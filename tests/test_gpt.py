@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from minilib.data.batching import RandomWindows
 from minilib.data.tokenizer import train_bpe
-from minilib.eval.perplexity import windowed_nats
+from minilib.eval.perplexity import windowed_nats, windowed_token_nats
 from minilib.models.gpt import GPT, GPTClassifier, gpt_config
 from minilib.models.pretrained import load_pretrained, save_pretrained
 from minilib.models.transformer import IGNORE_INDEX
@@ -138,6 +138,16 @@ def test_windowed_nats_scores_every_token_once(stride):
     assert total / n == pytest.approx(float(np.log(50)), abs=0.5)
 
 
+def test_windowed_token_nats_scores_a_later_token_from_its_own_window():
+    model = tiny().eval()
+    ids = np.random.default_rng(1).integers(0, 50, 60)
+    nats = windowed_token_nats(model, ids, 24, 12)       # windows: targets 1-24 from ids[0:24], 25-36 from ids[12:36], ...
+    assert nats.shape == (59,) and nats.sum() == pytest.approx(windowed_nats(model, ids, 24, 12)[0])
+    logits, _ = model(torch.as_tensor(ids[12:36])[None])
+    direct = F.cross_entropy(logits[0, 30 - 13].detach().double(), torch.tensor(ids[30]))   # target 30: position 17
+    assert nats[30 - 1] == pytest.approx(float(direct), rel=1e-6)
+
+
 def test_checkpoint_round_trip_carries_the_tokenizer(tmp_path):
     tok = train_bpe(TEXTS, 300)
     torch.manual_seed(0)
@@ -165,12 +175,12 @@ def test_lm_quality_divides_both_models_nats_by_the_same_words(tmp_path):
     torch.nn.init.zeros_(gpt.tok_emb.weight)
     save_pretrained(tmp_path / "gpt.pt", gpt, tok, {})
     docs = data.pretraining_corpus("valid", max_words=300)
-    vocab = Vocab.build([data.tokenize(d.text) for d in docs], max_size=60, specials=(UNK, EOS))
+    vocab = Vocab.build([data.tokenize(d.text) for d in docs], max_size=150, specials=(UNK, EOS))
     torch.manual_seed(0)
     awd = AWDLSTM(AWDLSTMConfig(vocab_size=len(vocab), emb_size=8, hidden_size=16, n_layers=2))
     save_pretrained(tmp_path / "awd.pt", awd, vocab, {})
     r = lm_quality.compare("smoke", tmp_path / "awd.pt", tmp_path / "gpt.pt", valid_words=300, write=False)
-    words = len(lm_quality.word_stream(docs, vocab)) - 1
+    words = len(lm_quality.word_stream(docs, vocab)[0]) - 1
     assert r["words"] == words == r["awd-lstm"]["tokens"]
     g = r["gpt"]
     assert g["nats"] == pytest.approx(g["tokens"] * np.log(tok.vocab_size), rel=1e-6)
@@ -180,13 +190,35 @@ def test_lm_quality_divides_both_models_nats_by_the_same_words(tmp_path):
     assert 0 < a["unk_rate"] < 1 and a["unk_words"] > 0
     assert a["ppl_per_word_open"] == pytest.approx(np.exp((a["nats"] + a["unk_spelling_nats"]) / words))
     assert a["ppl_per_word_open"] > a["ppl_per_word"]
+    m = r["matched"]                                 # uniform GPT: ln V for each piece of the kept lines
+    pieces = m["words"] * np.log(m["gpt_ppl_per_word"]) / np.log(tok.vocab_size)
+    assert 0 < m["words"] < words and pieces == pytest.approx(round(pieces), abs=1e-6)
+    assert all(not k.startswith("_") for k in {**a, **g})
 
 
-def test_spelling_cost_is_a_character_unigram_with_an_end_mark():
+def test_both_streams_tell_which_line_each_token_belongs_to():
+    from types import SimpleNamespace
+
+    from minilib.data.vocab import UNK, Vocab
+    from minilib.experiments.lm_quality import bpe_stream, word_stream
+
+    docs = [SimpleNamespace(text="Hello world.\nGood bye"), SimpleNamespace(text="\nSee you")]
+    tok = train_bpe(TEXTS + ["Hello world. Good bye. See you"], 300)
+    ids, lines = bpe_stream(tok, docs)
+    assert tok.decode(ids[lines == 1][:-1]) == "Good bye" and ids[lines == 1][-1] == tok.eos_id   # and its document's end
+    assert tok.decode(ids[lines == 3][:-1]) == "See you" and list(lines) == sorted(lines)
+    assert tok.decode(ids[lines == 0]) == "Hello world.\n"        # the newline ends line 0
+    vocab = Vocab.build([["hello", "world", "good"]], specials=(UNK, "<eos>"))
+    ids, lines = word_stream(docs, vocab)
+    assert list(lines) == [0, 0, 0, 0, 1, 1, 1, 3, 3, 3]            # line 2 is empty: no tokens
+
+
+def test_spelling_cost_is_a_character_bigram_from_a_start_to_an_end_mark():
     from minilib.experiments.lm_quality import spelling_nats
 
-    assert spelling_nats(["ab"], ["ab"]) == pytest.approx(3 * np.log(3))      # a, b, end: each (1 + 1) / (3 + 3)
-    assert spelling_nats(["ab", "ab"], ["ab"]) == pytest.approx(6 * np.log(3))
+    assert spelling_nats(["ab"], ["ab"]) == pytest.approx(3 * np.log(2))      # a|start, b|a, end|b: each (1 + 1) / (1 + 3)
+    assert spelling_nats(["ab", "ab"], ["ab"]) == pytest.approx(6 * np.log(2))
+    assert spelling_nats(["ba"], ["ab"]) > spelling_nats(["ab"], ["ab"])       # the order of letters counts
     assert spelling_nats(["z"], ["ab"]) > spelling_nats(["a"], ["ab"])          # unseen letters cost more
 
 

@@ -26,21 +26,29 @@ def continuation_log_probs(model, contexts: Sequence[Sequence[int]], continuatio
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    out = []
+    seqs = [(list(c) + cont)[-block_size:] for c in contexts]
+    if any(len(s) == len(cont) for s in seqs):
+        raise ValueError("an empty context: give each at least one token")
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))     # batches of like lengths: little padding
+    out = torch.zeros(len(seqs), dtype=torch.float64)
+    k = len(cont)
     try:
-        for start in range(0, len(contexts), batch_size):
-            seqs = [(list(c) + cont)[-block_size:] for c in contexts[start:start + batch_size]]
-            if any(len(s) == len(cont) for s in seqs):
-                raise ValueError("an empty context: give each at least one token")
-            x = torch.zeros(len(seqs), max(map(len, seqs)), dtype=torch.long)
-            for i, s in enumerate(seqs):
-                x[i, :len(s)] = torch.as_tensor(s)
-            logits = model(x.to(device))
-            logits = (logits[0] if isinstance(logits, tuple) else logits).double().log_softmax(-1).cpu()
-            for i, s in enumerate(seqs):
-                first = len(s) - len(cont)                       # the continuation's first position
-                pred = logits[i, first - 1:len(s) - 1]           # the predictions of those positions
-                out.append(pred.gather(1, torch.as_tensor(cont)[:, None]).sum())
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            x = torch.zeros(len(rows), len(seqs[rows[-1]]), dtype=torch.long)
+            for r, i in enumerate(rows):
+                x[r, :len(seqs[i])] = torch.as_tensor(seqs[i])
+            # the positions whose predictions are the continuation's pieces: the k before each row's end
+            where = torch.as_tensor([len(seqs[i]) - k - 1 for i in rows])[:, None] + torch.arange(k)
+            if hasattr(model, "hidden") and hasattr(model, "head"):     # a Transformer LM: the head at k positions only
+                h = model.hidden(x.to(device))
+                logits = model.head(h.gather(1, where.to(device)[..., None].expand(-1, -1, h.size(-1))))
+            else:
+                logits = model(x.to(device))
+                logits = logits[0] if isinstance(logits, tuple) else logits
+                logits = logits.gather(1, where.to(device)[..., None].expand(-1, -1, logits.size(-1)))
+            logp = logits.double().log_softmax(-1).cpu()                 # (rows, k, V)
+            out[rows] = logp.gather(2, torch.as_tensor(cont).expand(len(rows), k)[..., None]).sum((1, 2))
     finally:
         model.train(was_training)
-    return torch.stack(out)
+    return out

@@ -25,7 +25,13 @@ def perplexity(cross_entropy_nats: float) -> float:
 
 def evaluate_lm(model, ids, batch_size: int = 32, bptt: int = 64) -> float:
     """Cross-entropy (nats per token) of a language model on a held-out stream, scoring ids[1:]
-    each from its left context, so that every kind of model is scored on the same tokens.
+    each from its left context, so that every kind of model is scored on the same tokens:
+    the mean of `token_nats`, in full precision."""
+    return float(token_nats(model, ids, batch_size, bptt).mean())
+
+
+def token_nats(model, ids, batch_size: int = 32, bptt: int = 64) -> np.ndarray:
+    """(len(ids) - 1,) float64: −ln p(ids[t] | ids[:t]) for every t ≥ 1, as the model reads the stream:
 
     * a torch LM (ids (B, T) -> logits (B, T, V), e.g. LSTMLM, BigramLM): the stream is cut
       into `batch_size` rows read `bptt` tokens at a time, the hidden state carried along each
@@ -33,14 +39,12 @@ def evaluate_lm(model, ids, batch_size: int = 32, bptt: int = 64) -> float:
       masked, where LMStream would drop the tail. Each row starts with a fresh state, so its
       first word is predicted from one word of context;
     * a count-based LM with log_probs(ids) (KneserNey): its log-probabilities of ids[1:].
-
-    The mean is over tokens (not over batches), in full precision.
     """
     ids = np.asarray(ids, dtype=np.int64)
     if ids.ndim != 1 or len(ids) < 2:
         raise ValueError(f"need a 1-D stream of at least 2 token ids, got shape {ids.shape}")
     if hasattr(model, "log_probs"):
-        return float(-model.log_probs(ids)[1:].mean())
+        return -np.asarray(model.log_probs(ids), dtype=np.float64)[1:]
     import torch
 
     n_targets = len(ids) - 1
@@ -57,29 +61,34 @@ def evaluate_lm(model, ids, batch_size: int = 32, bptt: int = 64) -> float:
     model.eval()
     if stateful:
         model.reset()
-    total = 0.0
+    nats = torch.zeros(batch_size, n_cols, dtype=torch.float64)
     try:
         with torch.no_grad():
             for start in range(0, n_cols, bptt):
                 logits = model(x[:, start:start + bptt])                    # (B, T, V)
                 target = y[:, start:start + bptt]
-                total += float(torch.nn.functional.cross_entropy(
-                    logits.reshape(-1, logits.shape[-1]).float(), target.reshape(-1),
-                    ignore_index=-100, reduction="sum"))
+                nats[:, start:start + bptt] = torch.nn.functional.cross_entropy(
+                    logits.transpose(1, 2).double(), target, ignore_index=-100, reduction="none").cpu()
     finally:
         if stateful:
             model.reset()
         model.train(was_training)
-    return total / n_targets
+    return nats.flatten()[:n_targets].numpy()
 
 
 def windowed_nats(model, ids, block_size: int, stride: int | None = None, batch_size: int = 16) -> tuple[float, int]:
-    """(total nats, tokens scored) of a fixed-context LM (ids (B, T) -> (logits, _)) on the stream `ids`:
-    every token after the first is scored exactly once, from windows of `block_size` tokens that
+    """(total nats, tokens scored) of a fixed-context LM on the stream `ids` (`windowed_token_nats`)."""
+    nats = windowed_token_nats(model, ids, block_size, stride, batch_size)
+    return float(nats.sum()), len(nats)
+
+
+def windowed_token_nats(model, ids, block_size: int, stride: int | None = None, batch_size: int = 16) -> np.ndarray:
+    """(len(ids) - 1,) float64: −ln p(ids[t] | context) of a fixed-context LM (ids (B, T) -> (logits, _))
+    for every t ≥ 1: every token after the first is scored exactly once, from windows of `block_size` tokens that
     advance by `stride` (default block_size // 2), each scoring only its last `stride` tokens, so
     every scored token but the first window's sees at least block_size - stride tokens of context.
     A stride of block_size cuts the text into independent blocks (each block's first tokens then
-    see almost nothing). Sums in float64; the model runs in eval mode under no_grad.
+    see almost nothing). In float64; the model runs in eval mode under no_grad.
     """
     import torch
     import torch.nn.functional as F
@@ -97,7 +106,7 @@ def windowed_nats(model, ids, block_size: int, stride: int | None = None, batch_
     param = next(model.parameters())
     was_training = model.training
     model.eval()
-    total, count = 0.0, 0
+    nats = torch.zeros(len(ids) - 1, dtype=torch.float64)
     try:
         with torch.no_grad():
             for i in range(0, len(windows), batch_size):
@@ -110,10 +119,10 @@ def windowed_nats(model, ids, block_size: int, stride: int | None = None, batch_
                     y[row, first:b - 1 - s] = ids[s + 1 + first:b]
                 out = model(x.to(param.device))
                 logits = out[0] if isinstance(out, tuple) else out
-                nll = F.cross_entropy(logits.double().flatten(0, 1), y.flatten().to(param.device),
-                                      ignore_index=-100, reduction="sum")
-                total += float(nll)
-                count += int((y != -100).sum())
+                nll = F.cross_entropy(logits.double().transpose(1, 2), y.to(param.device),
+                                      ignore_index=-100, reduction="none").cpu()
+                for row, (s, b, first) in enumerate(chunk):
+                    nats[s + first:b - 1] = nll[row, first:b - 1 - s]     # targets s+1+first .. b-1
     finally:
         model.train(was_training)
-    return total, count
+    return nats.numpy()
