@@ -145,7 +145,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "LR 1e-3": {"lr": 1e-3},
     "LR 2.5e-4, 10 epochs": {"lr": 2.5e-4, "epochs": 10},
 }
-SEARCH_LABELS = {"smoke": (20,), "laptop": (100, grid.ALL), "full": (100, grid.ALL)}
+# laptop searches at 100 and 1,000 labels: at all labels one candidate of 10 epochs costs ~20 min (TREC)
+SEARCH_LABELS = {"smoke": (20,), "laptop": (100, 1000), "full": (100, grid.ALL)}
 SEARCH_RESULTS = provenance.REPO_ROOT / "results" / "gpt-recipe"
 
 
