@@ -55,12 +55,10 @@ def zero_shot(model, tok, task: tasks.Task, prompt: str, max_test: int | None = 
             "predicted_share": (np.bincount(pred, minlength=task.n_classes) / len(pred)).round(4).tolist()}
 
 
-def snapshot_models(checkpoint: Path, snapshot_dir: Path):
-    """(step, GPT) for every snapshot kept during pretraining, then the final checkpoint's weights."""
+def snapshot_models(final, meta: dict, snapshot_dir: Path):
+    """(step, GPT) for every snapshot kept during pretraining, then the final checkpoint's model."""
     from minilib.models.gpt import GPT
-    from minilib.models.pretrained import load_pretrained
 
-    final, tok, meta = load_pretrained(checkpoint, "gpt")
     for path in sorted(Path(snapshot_dir).glob("step-*.pt")):
         state = {k: v.float() for k, v in torch.load(path, map_location="cpu", weights_only=True).items()}
         state.setdefault("head.weight", state["tok_emb.weight"])      # tied: stored once
@@ -77,11 +75,11 @@ def run(profile: str | None = None, checkpoint: str | Path | None = None, snapsh
     snapshot_dir = Path(snapshot_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / checkpoint.stem / "snapshots")
     from minilib.models.pretrained import file_sha256, load_pretrained
 
-    _, tok, meta = load_pretrained(checkpoint, "gpt")
+    final, tok, meta = load_pretrained(checkpoint, "gpt")
     curve = {p["step"]: p for p in meta["metrics"]["curve"]}
     t0 = time.time()
     points, seen = [], set()
-    for step, model in snapshot_models(checkpoint, snapshot_dir):
+    for step, model in snapshot_models(final, meta, snapshot_dir):
         if step in seen:
             continue
         seen.add(step)
