@@ -325,3 +325,71 @@ def test_tagging_batches_pad_ids_ends_and_tags():
     ids, lengths, ends, tags = next(iter(TaggingBatches(items, batch_size=2, shuffle=False, pad_id=1)))
     assert ids.tolist() == [[0, 5, 6, 1], [0, 7, 8, 9]] and lengths.tolist() == [3, 4]
     assert ends.tolist() == [[2, -1], [1, 3]] and tags.tolist() == [[3, -100], [1, 2]]
+
+
+def test_the_grid_runs_each_method_with_the_recipe_chosen_for_it():
+    from dataclasses import replace
+
+    from minilib.experiments import gpt_finetune as gf
+
+    for method in ("gpt", "gpt-scratch", "gpt-no-aux"):
+        laptop = gf.method_config(method, "laptop")
+        assert laptop == replace(gf.paper_config(method, "laptop"), **gf.CANDIDATES[gf.FINE_TUNING[method]])
+        assert gf.method_config(method, "smoke") == gf.paper_config(method, "smoke")      # smoke checks plumbing
+    gpt, no_aux = gf.method_config("gpt", "laptop"), gf.method_config("gpt-no-aux", "laptop")
+    assert replace(no_aux, lm_coef=gpt.lm_coef) == gpt and no_aux.lm_coef == 0
+    assert not gf.method_config("gpt-scratch", "laptop").pretrained and gf.paper_config("gpt", "laptop").lr == 6.25e-5
+
+
+@pytest.mark.data
+def test_fine_tuning_is_what_the_cached_search_chose():
+    from minilib.experiments import gpt_finetune as gf
+
+    chosen = gf.chosen_recipe("laptop")
+    assert chosen == {m: gf.FINE_TUNING[m] for m in ("gpt-scratch", "gpt")}, \
+        "results/gpt-recipe/ chose otherwise: run `experiment gpt-recipe` for trec and rt, then update FINE_TUNING"
+
+
+@pytest.mark.data
+def test_a_gpt_point_fine_tunes_and_scores_once(tmp_path, one_thread, monkeypatch):
+    from minilib.experiments import grid
+
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")                  # one epoch, 200 test questions
+    row = grid.run_point("trec", 20, "gpt", 0, results_dir=tmp_path)
+    assert 0 <= row["error"] <= 1 and len(row["curve"]) == 1 and row["checkpoint"].endswith("gpt-laptop.pt")
+    assert grid.run_point("trec", 20, "gpt", 0, results_dir=tmp_path) == row                # cached
+
+
+def test_zero_shot_predicts_the_likeliest_continuation_and_calibration_removes_the_prior(monkeypatch):
+    from types import SimpleNamespace
+
+    from minilib.experiments import gpt_zero_shot as zs
+
+    labels = [0, 1, 1, 0, 1, 0, 0]
+    class Split(list):
+        pass
+
+    test = Split(labels)
+    test.texts, test.labels = [str(y) for y in labels], labels
+    task = SimpleNamespace(name="rt", n_classes=2, test=test)
+
+    def class_scores(model, tok, texts, cue, continuations):     # a prior for class 1, plus +1 for the true class
+        prior = np.array([0.0, 3.0])
+        return np.stack([prior + (np.eye(2)[int(t)] if t != zs.CONTENT_FREE else 0) for t in texts])
+
+    monkeypatch.setattr(zs, "class_scores", class_scores)
+    r = zs.zero_shot(None, None, task, "very")
+    assert r["predicted_share"] == [0.0, 1.0] and r["accuracy"] == pytest.approx(3 / 7) == r["majority"] - 1 / 7
+    assert r["accuracy_calibrated"] == 1.0 and r["predicted_share_calibrated"] == [round(4 / 7, 4), round(3 / 7, 4)]
+
+
+@pytest.mark.data
+def test_zero_shot_scores_the_shipped_checkpoint_on_both_tasks(tmp_path, one_thread):
+    from minilib.experiments import gpt_zero_shot as zs
+
+    r = zs.run("smoke", snapshot_dir=tmp_path, write=False, log=None)        # no snapshots: the final model only
+    (point,) = r["points"]
+    assert point["step"] == 4000 and point["tokens"] == 8_192_000
+    for key in ("rt/very", "rt/it-was", "trec/answer-is"):
+        assert point[key]["n_test"] == 100 and 0 <= point[key]["accuracy_calibrated"] <= 1
+    assert zs.summary_line(r).startswith("gpt-zero-shot: step=4000 rt_very=")

@@ -9,6 +9,11 @@ log-probabilities summed), with no label seen. Run on every snapshot the pretrai
 (recipes/gpt.py: every `eval_every` steps), this draws accuracy against pretraining tokens — the
 germ of prompting. The majority class is the line to beat.
 
+A small LM tends to prefer one continuation whatever the text (" positive" is simply the likelier
+word). `accuracy_calibrated` also reports the rule after contextual calibration (Zhao et al. 2021,
+"Calibrate before use", §4): each class's log-probability minus the one it gets after a
+content-free input ("N/A" + cue), still with no label seen.
+
     from minilib.experiments import gpt_zero_shot as zs
     res = zs.run("laptop")                   # results/gpt-zero-shot-laptop.json, stamped
 """
@@ -31,6 +36,7 @@ PROMPTS = {
                                               " a person", " a place", " a number"))},   # ABBR DESC ENTY HUM LOC NUM
 }
 MAX_TEST = {"smoke": 100, "laptop": None, "full": None}   # test items scored (None: all)
+CONTENT_FREE = "N/A"          # Zhao et al. 2021's content-free input
 
 
 def class_scores(model, tok, texts, cue: str, continuations) -> np.ndarray:
@@ -49,10 +55,14 @@ def zero_shot(model, tok, task: tasks.Task, prompt: str, max_test: int | None = 
     if max_test is not None and max_test < len(idx):
         idx = tasks.stratified_sample(task.test.labels, max_test, seed=0)
     labels = np.asarray(task.test.labels)[idx]
-    pred = class_scores(model, tok, [task.test.texts[i] for i in idx], cue, continuations).argmax(1)
+    scores = class_scores(model, tok, [task.test.texts[i] for i in idx], cue, continuations)
+    pred = scores.argmax(1)
+    calibrated = (scores - class_scores(model, tok, [CONTENT_FREE], cue, continuations)).argmax(1)
     majority = np.bincount(labels, minlength=task.n_classes).max() / len(labels)
+    share = lambda p: (np.bincount(p, minlength=task.n_classes) / len(p)).round(4).tolist()
     return {"accuracy": float((pred == labels).mean()), "majority": float(majority), "n_test": int(len(idx)),
-            "predicted_share": (np.bincount(pred, minlength=task.n_classes) / len(pred)).round(4).tolist()}
+            "predicted_share": share(pred), "accuracy_calibrated": float((calibrated == labels).mean()),
+            "predicted_share_calibrated": share(calibrated)}
 
 
 def snapshot_models(final, meta: dict, snapshot_dir: Path):
@@ -71,7 +81,9 @@ def snapshot_models(final, meta: dict, snapshot_dir: Path):
 def run(profile: str | None = None, checkpoint: str | Path | None = None, snapshot_dir: str | Path | None = None,
         write: bool = True, log=print) -> dict:
     prof = profile or runtime.profile()
-    checkpoint = Path(checkpoint or provenance.REPO_ROOT / "checkpoints" / f"gpt-{prof}.pt")
+    from minilib.experiments.gpt_finetune import default_checkpoint
+
+    checkpoint = Path(checkpoint or default_checkpoint(prof))
     snapshot_dir = Path(snapshot_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / checkpoint.stem / "snapshots")
     from minilib.models.pretrained import file_sha256, load_pretrained
 
@@ -91,7 +103,8 @@ def run(profile: str | None = None, checkpoint: str | Path | None = None, snapsh
                 point[f"{task_name}/{prompt}"] = zero_shot(model, tok, task, prompt, runtime.pick(MAX_TEST, prof))
         points.append(point)
         if log:
-            log(f"step {step:>6}: " + " ".join(f"{k} {v['accuracy']:.3f}" for k, v in point.items() if isinstance(v, dict)))
+            log(f"step {step:>6}: " + " ".join(f"{k} {v['accuracy']:.3f} (calibrated {v['accuracy_calibrated']:.3f})"
+                                               for k, v in point.items() if isinstance(v, dict)))
     result = {"experiment": "gpt-zero-shot", "profile": prof, "checkpoint": checkpoint.name,
               "checkpoint_sha256": file_sha256(checkpoint), "prompts": PROMPTS, "points": points,
               "seconds": round(time.time() - t0, 1), "provenance": provenance.stamp(seed=None)}
@@ -102,8 +115,9 @@ def run(profile: str | None = None, checkpoint: str | Path | None = None, snapsh
 
 def summary_line(result: dict) -> str:
     last = result["points"][-1]
-    keys = " ".join(f"{k.replace('/', '_').replace('-', '_')}={v['accuracy']:.3f}" for k, v in last.items()
-                    if isinstance(v, dict))
+    keys = " ".join(f"{k.replace('/', '_').replace('-', '_')}={v['accuracy']:.3f} "
+                    f"{k.replace('/', '_').replace('-', '_')}_calibrated={v['accuracy_calibrated']:.3f}"
+                    for k, v in last.items() if isinstance(v, dict))
     return f"gpt-zero-shot: step={last['step']} {keys}"
 
 
