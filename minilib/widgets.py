@@ -311,7 +311,7 @@ def analogy_explorer(models: dict, a: str = "man", b: str = "king", c: str = "wo
 
 # -- chapter 02: language models ------------------------------------------------------------------
 def generation_explorer(models: dict, vocab, prompt: str = "the president said", n_words: int = 25) -> w.VBox:
-    """Continue a prompt with a chosen LM; temperature and top-k sliders; 'sample again' draws a new seed.
+    """Continue a prompt with a chosen LM; temperature, top-k and length sliders; 'sample again' draws a new seed.
     The plot: the next token's distribution after the prompt, as temperature and top-k reshape it.
     `vocab`: a word Vocab (the prompt is tokenized and lowercased) or any minilib tokenizer (BPE: as typed)."""
     import torch
@@ -326,8 +326,10 @@ def generation_explorer(models: dict, vocab, prompt: str = "the president said",
                                 continuous_update=False, style=WIDE)
     top_k = w.IntSlider(value=0, min=0, max=200, step=10, description="top-k (0: off)", continuous_update=False,
                         style=WIDE)
+    length = w.IntSlider(value=n_words, min=5, max=max(200, n_words), step=5, description="length",
+                         continuous_update=False, style=WIDE)
     again = w.Button(description="sample again", icon="refresh")
-    panel = Panel([w.HBox([box, picker]), w.HBox([temperature, top_k, again])], text_height="90px")
+    panel = Panel([w.HBox([box, picker, again]), w.HBox([temperature, top_k, length])], text_height="90px")
     seed = [0]
 
     def next_word_probs(model, ids, t, k, shown=12):
@@ -350,7 +352,7 @@ def generation_explorer(models: dict, vocab, prompt: str = "the president said",
         if not ids:
             raise ValueError(f"the prompt {box.value!r} has no words: type at least one")
         model = models[picker.value]
-        text = generate(model, tok, box.value, n_words=n_words, temperature=temperature.value,
+        text = generate(model, tok, box.value, n_words=length.value, temperature=temperature.value,
                         top_k=top_k.value or None, seed=seed[0])
         panel.say(_pre(text))
         words, probs = next_word_probs(model, ids, temperature.value, top_k.value)
@@ -365,7 +367,7 @@ def generation_explorer(models: dict, vocab, prompt: str = "the president said",
         seed[0] += 1
         draw()
 
-    for widget in (box, picker, temperature, top_k):
+    for widget in (box, picker, temperature, top_k, length):
         widget.observe(panel.update(draw), names="value")
     again.on_click(panel.click(again, resample))
     panel.update(draw)()

@@ -207,6 +207,9 @@ def test_generation_explorer_samples_plots_and_explains_an_empty_prompt():
     assert "⚠" not in text(panel)
     part(panel, w.FloatSlider).value = 0.0  # greedy: the plot has one bar of probability 1
     plot_pixels(panel)
+    (length,) = [s for s in parts(panel, w.IntSlider) if s.description == "length"]
+    length.value = 10
+    assert len(text(panel).strip().split()) == 1 + 10 and length.value == 10   # "the" and ten more
 
 
 def test_generation_explorer_keeps_a_subword_prompt_as_typed():
