@@ -56,7 +56,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "LR 1e-3": {"lr": 1e-3},
     "LR 2.5e-4, 10 epochs": {"lr": 2.5e-4, "epochs": 10},
     # the paper's Table 5: the auxiliary LM loss helped its larger datasets, not the smaller ones
-    "LR 2.5e-4, 10 epochs, no aux. LM": {"lr": 2.5e-4, "epochs": 10, "lm_coef": 0.0},
+    "LR 2.5e-4, 10 epochs, no aux LM": {"lr": 2.5e-4, "epochs": 10, "lm_coef": 0.0},
 }
 # What `experiment gpt-recipe` chose for each method on trec's and rt's validation tasks (lowest held-out
 # error averaged over both tasks and the label counts searched; results/gpt-recipe/, re-read by a test).

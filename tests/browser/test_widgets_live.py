@@ -247,10 +247,12 @@ def test_analogy_explorer(lesson):
     w.report()
 
 
-def test_generation_explorer(lesson):
-    w = widget(lesson("02-language-models"), "generation_explorer", "widgets.generation_explorer(")
+@pytest.mark.parametrize("name", ["02-language-models", "06-gpt"])
+def test_generation_explorer(lesson, name):
+    w = widget(lesson(name), "generation_explorer", "widgets.generation_explorer(")
     slide_back_and_forth(w, 0)   # temperature
     slide_back_and_forth(w, 1)   # top-k
+    slide_back_and_forth(w, 2)   # length
     prompt = w.root.locator("input[type=text]").first
     for i, text in enumerate(["the senate voted", "in the morning", "the war", "people are", "it was a",
                               "the new law", "we will", "the city of", "money is", "the first time"][:REPEAT]):
@@ -302,8 +304,9 @@ def test_downstream_explorer(lesson):
     w.report()
 
 
-def test_sample_efficiency_explorer(lesson):
-    w = widget(lesson("04-ulmfit"), "sample_efficiency_explorer", "widgets.sample_efficiency_explorer(")
+@pytest.mark.parametrize("name", ["04-ulmfit", "06-gpt"])
+def test_sample_efficiency_explorer(lesson, name):
+    w = widget(lesson(name), "sample_efficiency_explorer", "widgets.sample_efficiency_explorer(")
     slide_back_and_forth(w, 0)
     boxes = w.root.locator("input[type=checkbox]")
     for i in range(REPEAT):
