@@ -61,7 +61,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
 # What `experiment gpt-recipe` chose for each method on trec's and rt's validation tasks (lowest held-out
 # error averaged over both tasks and the label counts searched; results/gpt-recipe/, re-read by a test).
 # gpt-no-aux is gpt's recipe without the auxiliary loss. Smoke keeps the paper's: it checks plumbing.
-FINE_TUNING = {"gpt": "LR 2.5e-4, 10 epochs", "gpt-scratch": "LR 2.5e-4"}
+FINE_TUNING = {"gpt": "LR 2.5e-4, 10 epochs", "gpt-scratch": "LR 2.5e-4, 10 epochs, no aux LM"}
 FINE_TUNING["gpt-no-aux"] = FINE_TUNING["gpt"]
 RECIPE_TASKS = ("trec", "rt")
 
