@@ -115,8 +115,8 @@ def run(profile: str | None = None, checkpoint: str | Path | None = None, snapsh
 
 def summary_line(result: dict) -> str:
     last = result["points"][-1]
-    keys = " ".join(f"{k.replace('/', '_').replace('-', '_')}={v['accuracy']:.3f} "
-                    f"{k.replace('/', '_').replace('-', '_')}_calibrated={v['accuracy_calibrated']:.3f}"
+    name = lambda k: k.replace("/", "_").replace("-", "_")
+    keys = " ".join(f"{name(k)}={v['accuracy']:.3f} {name(k)}_calibrated={v['accuracy_calibrated']:.3f}"
                     for k, v in last.items() if isinstance(v, dict))
     return f"gpt-zero-shot: step={last['step']} {keys}"
 

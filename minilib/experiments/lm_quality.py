@@ -60,17 +60,16 @@ def bpe_stream(tok, docs) -> tuple[np.ndarray, np.ndarray]:
     (a newline piece belongs to the line it ends; <|endoftext|> to the document's last line)."""
     from bisect import bisect_left
 
+    from minilib.recipes.gpt import document_encodings
+
     ids: list[int] = []
     line_of: list[int] = []
     first_line = 0
-    texts = [d.text for d in docs]
-    for start in range(0, len(texts), 256):
-        for text, enc in zip(texts[start:start + 256],
-                             tok.hf.encode_batch(texts[start:start + 256], add_special_tokens=False)):
-            newlines = [i for i, c in enumerate(text) if c == "\n"]
-            ids += enc.ids + [tok.eos_id]
-            line_of += [first_line + bisect_left(newlines, a) for a, _ in enc.offsets] + [first_line + len(newlines)]
-            first_line += len(newlines) + 1
+    for text, enc in document_encodings(tok, docs):
+        newlines = [i for i, c in enumerate(text) if c == "\n"]
+        ids += enc.ids + [tok.eos_id]
+        line_of += [first_line + bisect_left(newlines, a) for a, _ in enc.offsets] + [first_line + len(newlines)]
+        first_line += len(newlines) + 1
     return np.asarray(ids, dtype=np.int64), np.asarray(line_of, dtype=np.int64)
 
 

@@ -53,17 +53,23 @@ class GPTPretrainConfig:
         return cls(profile=profile, **{**runtime.pick(sizes, profile), **overrides})
 
 
+def document_encodings(tokenizer, docs, batch: int = 256):
+    """(text, Hugging Face Encoding) of each document in order, encoded `batch` documents at a time."""
+    texts = [d.text for d in docs]
+    for start in range(0, len(texts), batch):
+        yield from zip(texts[start:start + batch],
+                       tokenizer.hf.encode_batch(texts[start:start + batch], add_special_tokens=False))
+
+
 def encode_documents(tokenizer, docs, max_tokens: int | None = None) -> np.ndarray:
     """One int32 stream: every document's BPE ids followed by <|endoftext|> (GPT-2's separator),
     stopping after the document that reaches `max_tokens`."""
     out, total = [], 0
-    texts = [d.text for d in docs]
-    for start in range(0, len(texts), 256):
-        for enc in tokenizer.hf.encode_batch(texts[start:start + 256], add_special_tokens=False):
-            out.append(np.asarray(enc.ids + [tokenizer.eos_id], dtype=np.int32))
-            total += len(out[-1])
-            if max_tokens is not None and total >= max_tokens:
-                return np.concatenate(out)[:max_tokens]
+    for _, enc in document_encodings(tokenizer, docs):
+        out.append(np.asarray(enc.ids + [tokenizer.eos_id], dtype=np.int32))
+        total += len(out[-1])
+        if max_tokens is not None and total >= max_tokens:
+            return np.concatenate(out)[:max_tokens]
     return np.concatenate(out)
 
 
