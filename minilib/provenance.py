@@ -21,12 +21,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def git_commit(root: Path = REPO_ROOT) -> str:
-    """The current commit (with '-dirty' if the tree has changes), or 'unknown' outside git."""
+    """The current commit (with '-dirty' if tracked files other than results/ have changes), or
+    'unknown' outside git. results/ holds outputs: a run that rewrites a cached result (or writes its
+    own) has not changed the code the next result comes from."""
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)results"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
         return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"

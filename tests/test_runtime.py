@@ -97,3 +97,20 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
         provenance.write_json(target, {"v": 2})
     assert json.loads(target.read_text()) == {"v": 1}
     assert list(tmp_path.iterdir()) == [target]  # no temp file left behind
+
+
+def test_commit_is_dirty_for_code_changes_but_not_for_rewritten_results(tmp_path):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "point.json").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    assert not provenance.git_commit(tmp_path).endswith("-dirty")
+    (tmp_path / "results" / "point.json").write_text('{"error": 0.5}')      # a run rewrote its cached point
+    assert not provenance.git_commit(tmp_path).endswith("-dirty")
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert provenance.git_commit(tmp_path).endswith("-dirty")
