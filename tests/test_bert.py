@@ -277,3 +277,103 @@ def test_pretrain_resumes_exactly_and_saves_a_loadable_checkpoint(tmp_path, monk
                                       2, 64, cfg.seed))
     rescored = recipe.held_out_scores(back.model, batches)["valid_nats_per_token"]
     assert rescored == pytest.approx(whole["valid_nats_per_token"], rel=1e-6)     # the JSON's number, re-measured
+
+
+# ----------------------------------------------------------------------------- fine-tuning (§4)
+
+CLS, SEP = SP.cls_id, SP.sep_id
+
+
+def test_classifier_reads_cls_sees_both_segments_and_ignores_padding():
+    from minilib.models.bert import BERTClassifier
+
+    model = BERTClassifier(tiny(), 3, CLS, SEP).eval()
+    a, b = [10, 11, 12], [20, 21]
+    one = torch.tensor([model.transform(a, b)])
+    assert one[0].tolist() == [CLS, 10, 11, 12, SEP, 20, 21, SEP]
+    padded = torch.cat([one, torch.zeros(1, 4, dtype=torch.long)], 1)
+    alone = model(one, torch.tensor([8]))
+    assert torch.allclose(model(padded, torch.tensor([8])), alone, atol=1e-5)         # padding is masked out
+    swapped = torch.tensor([model.transform(a, [20, 22])])
+    assert not torch.allclose(model(swapped, torch.tensor([8])), alone)                # [CLS] sees the last word
+    segments = []
+    model.bert.hidden = lambda ids, seg, mask: segments.append(seg) or torch.zeros(*ids.shape, 64)
+    model(padded, torch.tensor([8]))
+    assert segments[0][0, :8].tolist() == [0, 0, 0, 0, 0, 1, 1, 1]                     # Figure 2: A then B
+    assert len(model.transform(list(range(100, 160)), [7] * 10)) == model.block_size   # cut to fit, b kept
+
+
+def test_left_to_right_classifier_reads_the_last_token_and_never_the_future():
+    from minilib.models.bert import BERTClassifier
+
+    model = BERTClassifier(tiny("ltr"), 2, CLS, SEP).eval()
+    assert not hasattr(model.bert, "pooler") and model.reads_last
+    x = torch.tensor([model.transform([10, 11, 12])])
+    y = x.clone()
+    y[0, 3] = 13                                                                       # the last word changes
+    assert not torch.allclose(model(x, torch.tensor([5])), model(y, torch.tensor([5])))
+    h = model.encode(x, torch.tensor([5]))
+    assert torch.allclose(h[:, :3], model.encode(y, torch.tensor([5]))[:, :3], atol=1e-6)   # causal: no look ahead
+
+
+def test_tagger_reads_first_pieces_the_twin_last_pieces_and_drops_what_does_not_fit():
+    from minilib.models.bert import BERTTagger
+
+    words = [[10], [11, 12, 13], [14, 15]]
+    bert = BERTTagger(tiny(), 5, CLS, SEP).eval()
+    ltr = BERTTagger(tiny("ltr"), 5, CLS, SEP)
+    ids, at = bert.transform_words(words)
+    assert ids == [CLS, 10, 11, 12, 13, 14, 15, SEP] and at == [1, 2, 5]               # §5.3: first sub-token
+    assert ltr.transform_words(words) == (ids, [1, 4, 6])                              # each word's last piece
+    ids, at = bert.transform_words([[7, 8]] * 40)                                      # 32 positions: 15 words fit
+    assert len(ids) <= bert.block_size and len(at) == 15 and ids[-1] == SEP
+    logits = bert(torch.tensor([ids]), torch.tensor([len(ids)]), torch.tensor([at + [-1]]))
+    assert logits.shape == (1, 16, 5)
+    loss, _ = bert(torch.tensor([ids]), torch.tensor([len(ids)]), torch.tensor([at + [-1]]),
+                   torch.tensor([[1] * 15 + [4]]))
+    manual = F.cross_entropy(logits[0, :15], torch.ones(15, dtype=torch.long))
+    assert loss.item() == pytest.approx(manual.item(), rel=1e-5)                       # the padded word is ignored
+
+
+def test_the_ablations_share_berts_recipe_and_the_search_holds_the_papers_grid():
+    from minilib.experiments import bert_finetune as bf
+
+    grid_a3 = {(c["lr"], c["epochs"], c["batch_size"]) for c in bf.CANDIDATES.values()}
+    assert {(lr, e, b) for lr in (5e-5, 3e-5, 2e-5) for e in (2, 3, 4) for b in (16, 32)} <= grid_a3
+    assert bf.method_config("bert-mlm", "laptop") == bf.method_config("bert-ltr", "laptop") == \
+        bf.method_config("bert", "laptop")
+    assert not bf.method_config("bert-scratch", "laptop").pretrained
+    assert bf.default_checkpoint("bert-ltr", "smoke").name == "bert-ltr-laptop.pt"
+    assert bf.default_checkpoint("bert-scratch", "laptop").name == "bert-laptop.pt"
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoints(tmp_path_factory):
+    """A BERT and its left-to-right twin, pretrained for a few steps on a few sentences (smoke shape)."""
+    from minilib.data.tokenizer import train_wordpiece
+    from minilib.recipes import bert as recipe
+
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("bert")
+    tok = train_wordpiece([d.text for d in TEXTS], 200, min_char_count=1)
+    paths = {}
+    for objective in ("mlm+nsp", "ltr"):
+        cfg = recipe.BERTPretrainConfig.for_profile("smoke", objective, steps=2, batch_size=4, eval_every=2,
+                                                    valid_batches=1)
+        paths[objective] = out / f"{objective}.pt"
+        recipe.pretrain_bert(cfg, TEXTS, TEXTS[:8], paths[objective], tok, progress=False, log=lambda *_: None)
+    return paths
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("task,method,objective", [("trec", "bert", "mlm+nsp"), ("pos", "bert-ltr", "ltr"),
+                                                   ("pos", "bert-scratch", "mlm+nsp")])
+def test_a_bert_point_fine_tunes_and_scores_once(task, method, objective, tiny_checkpoints, tmp_path, monkeypatch):
+    from minilib.experiments import grid
+
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")                  # one epoch, 200 test items
+    where = dict(checkpoint=tiny_checkpoints[objective], results_dir=tmp_path)
+    row = grid.run_point(task, 20, method, 0, **where)
+    assert 0 <= row["error"] <= 1 and len(row["curve"]) == 1 and row["objective"] == objective
+    assert (row["pretrained"] is None) == (method == "bert-scratch")
+    assert grid.run_point(task, 20, method, 0, **where) == row                        # cached

@@ -33,6 +33,10 @@ EXPERIMENTS = {  # name -> (module, help)
                    "GPT fine-tuning LRs and epochs for gpt and gpt-scratch, chosen on held-out training labels (chapter 06)"),
     "gpt-norm": ("minilib.experiments.gpt_norm",
                  "post-LN (GPT-1) vs pre-LN (GPT-2) blocks at the laptop GPT's size: which leaves the unigram plateau (chapter 06)"),
+    "bert-recipe": ("minilib.experiments.bert_finetune",
+                    "BERT fine-tuning LR, epochs and batch (the paper's §A.3 grid and more), chosen on held-out training labels (chapter 07)"),
+    "bert-ablations": ("minilib.experiments.bert_finetune",
+                       "MLM + NSP vs MLM only vs left-to-right at equal compute, on pos, trec and rt (chapter 07, BERT Table 5)"),
     "gpt-zero-shot": ("minilib.experiments.gpt_zero_shot",
                       "GPT as a classifier before fine-tuning, along its pretraining (chapter 06, GPT-1 §5, Fig. 2)"),
 }

@@ -107,26 +107,38 @@ def train_gpt_classifier(task: tasks.Task, idx, seed: int, settings: dict, check
                          callbacks=(), valid_curve: bool = False, **_) -> dict[str, Any]:
     """One point: GPTClassifier (GPTTagger for a token task) on task.train[idx], scored once on task.test.
     The checkpoint gives the tokenizer and the architecture (and, when pretrained, the weights)."""
-    from minilib.data.batching import ClassificationBatches, TaggingBatches
-    from minilib.eval.classification import error_rate
     from minilib.models.gpt import GPT, GPTClassifier, GPTTagger
     from minilib.models.pretrained import load_pretrained
     from minilib.recipes.gpt import fine_tune_gpt
 
     config = GPTFineTuneConfig(**settings)
     pre = load_pretrained(checkpoint, "gpt")
-    tok = pre.vocab
     runtime.seed_everything(seed)
     gpt = pre.model if config.pretrained else GPT(pre.model.cfg)
+    model = (GPTTagger if task.kind == "token" else GPTClassifier)(gpt.train(), task.n_classes, lm_coef=config.lm_coef)
+    fit = lambda train, valid, score: fine_tune_gpt(model, train, config.epochs, config.lr, config.warmup, valid=valid,
+                                                    score=score, callbacks=callbacks, progress=progress)
+    result = fine_tune_point(task, idx, seed, config, model, pre.vocab, lambda words: _word_pieces(pre.vocab, words),
+                             fit, valid_curve)
+    return {**result, "pretrained": str(checkpoint) if config.pretrained else None}
+
+
+def fine_tune_point(task: tasks.Task, idx, seed: int, config, model, tok, word_pieces, fit, valid_curve: bool = False):
+    """What every fine-tuned Transformer point does (GPT here, BERT in chapter 07): `model`'s input
+    transformation (`transform`, or `transform_words` for a token task) over task.train[idx] (small samples
+    repeated to `config.min_steps_per_epoch` steps an epoch), `fit(train, valid, score)` and one score of
+    task.test (a fixed subset when `config.max_test`). `word_pieces(words)`: each word's subword ids."""
+    from minilib.data.batching import ClassificationBatches, TaggingBatches
+    from minilib.eval.classification import error_rate
+
     tagging = task.kind == "token"
-    model = (GPTTagger if tagging else GPTClassifier)(gpt.train(), task.n_classes, lm_coef=config.lm_coef)
 
     def batches(split, which, **kw):
         if tagging:
             items = []
             for i in which:
-                ids, ends = model.transform_words(_word_pieces(tok, split.texts[i]))
-                items.append((ids, ends, split.labels[i][:len(ends)]))
+                ids, at = model.transform_words(word_pieces(split.texts[i]))
+                items.append((ids, at, split.labels[i][:len(at)]))
             return TaggingBatches(items, pad_id=tok.pad_id, **kw)
         texts = [split.texts[i] for i in which]
         seqs = ([model.transform(tok.encode(a), tok.encode(b)) for a, b in texts] if task.kind == "pair"
@@ -146,13 +158,11 @@ def train_gpt_classifier(task: tasks.Task, idx, seed: int, settings: dict, check
                                  f"validation task (Task.validation()), never on the real test split")
     t0 = time.perf_counter()
     score = tagging_accuracy if tagging else (lambda m, b: 1 - error_rate(m, b))
-    learner = fine_tune_gpt(model, train, config.epochs, config.lr, config.warmup,
-                            valid=test if valid_curve else None, score=score, callbacks=callbacks, progress=progress)
+    learner = fit(train, test if valid_curve else None, score)
     curve = [{"epoch": i + 1, **{k: e[k] for k in ("train_loss", "valid_error") if k in e}}
              for i, e in enumerate(learner.history.epochs)]
     return {"accuracy": score(model, test), "n_test": len(test_idx), "curve": curve,
-            "train_seconds": round(time.perf_counter() - t0, 2),
-            "pretrained": str(checkpoint) if config.pretrained else None}
+            "train_seconds": round(time.perf_counter() - t0, 2)}
 
 
 for _name in METHODS:
@@ -166,48 +176,15 @@ SEARCH_LABELS = {"smoke": (20,), "laptop": (100, 1000), "full": (100, grid.ALL)}
 SEARCH_RESULTS = provenance.REPO_ROOT / "results" / "gpt-recipe"
 
 
-def slug(candidate: str) -> str:
-    return "-".join("".join(c if c.isalnum() or c == "." else " " for c in candidate.lower()).split())
-
-
 def search(task: str, methods=("gpt-scratch", "gpt"), seed: int = 0, label_counts=None, cached_only: bool = False,
            profile: str | None = None, log=print) -> list[dict[str, Any]]:
-    """Every (label count, method, candidate) point on `task`'s validation task (cached; with
-    cached_only, only what is cached, nothing trains)."""
+    """Every (label count, method, candidate) point on `task`'s validation task (grid.search_recipes)."""
     prof = profile or runtime.profile()
-    valid = tasks.get(task).validation()
-    ckpt = default_checkpoint(prof)
-    rows = []
-    for n in label_counts or SEARCH_LABELS[prof]:
-        for method in methods:
-            for candidate, change in CANDIDATES.items():
-                settings = asdict(replace(paper_config(method, prof), **change))
-                where = dict(checkpoint=ckpt, settings=settings, results_dir=SEARCH_RESULTS / slug(candidate))
-                if cached_only:
-                    row = grid.cached_point(valid, n, method, seed, prof, **where)
-                else:
-                    row = grid.run_point(valid, n, method, seed, valid_curve=True, **where)
-                if row is None:
-                    continue
-                rows.append({**row, "candidate": candidate})
-                if log and not cached_only:
-                    log(f"{valid.name} n={row['n_labels']:<5} {method:12s} {candidate:36s} held-out error "
-                        f"{row['error']:.3f} ({row['seconds']:.0f} s)")
-    return rows
+    return grid.search_recipes(task, methods, CANDIDATES, lambda m, p: asdict(paper_config(m, p)), SEARCH_RESULTS,
+                               label_counts or SEARCH_LABELS[prof], seed, cached_only, prof, log)
 
 
-def choose(rows) -> dict[str, str]:
-    """method -> the candidate with the lowest held-out error averaged over the label counts searched
-    (few labels and all labels count alike: the chapter is about both)."""
-    chosen = {}
-    for method in dict.fromkeys(r["method"] for r in rows):
-        errors: dict[str, list[float]] = {}
-        for r in rows:
-            if r["method"] == method:
-                errors.setdefault(r["candidate"], []).append(r["error"])
-        complete = {c: e for c, e in errors.items() if len(e) == max(map(len, errors.values()))}
-        chosen[method] = min(complete, key=lambda c: sum(complete[c]) / len(complete[c]))
-    return chosen
+choose, slug = grid.best_recipe, grid.slug
 
 
 def cli_arguments(p, name: str) -> None:

@@ -62,7 +62,8 @@ def method(name: str) -> Method:
 
 def _load_families() -> None:
     """Each family registers its methods when imported."""
-    for family in ("baselines", "sample_efficiency", "elmo_downstream", "elmo_pos", "gpt_finetune"):
+    for family in ("baselines", "sample_efficiency", "elmo_downstream", "elmo_pos", "gpt_finetune",
+                   "bert_finetune"):
         importlib.import_module(f"minilib.experiments.{family}")
 
 
@@ -199,3 +200,51 @@ def summary_keys(summary: Sequence[dict[str, Any]], n_labels: int) -> str:
     """`<method>_err=… <method>_std=…` for every method at `n_labels` (the CLI's summary line)."""
     return " ".join(f"{r['method'].replace('-', '_')}_err={r['error']:.3f} {r['method'].replace('-', '_')}_std={r['error_std']:.3f}"
                     for r in summary if r["n_labels"] == n_labels)
+
+
+# ----------------------------------------------------------------------------- choosing a recipe on held-out labels
+
+def slug(candidate: str) -> str:
+    """A candidate's name as a folder name: "LR 2.5e-4, 10 epochs" -> "lr-2.5e-4-10-epochs"."""
+    return "-".join("".join(c if c.isalnum() or c == "." else " " for c in candidate.lower()).split())
+
+
+def search_recipes(task, methods: Sequence[str], candidates: dict[str, dict[str, Any]],
+                   paper_settings: Callable[[str, str], dict[str, Any]], results_root: Path, label_counts: Sequence,
+                   seed: int = 0, cached_only: bool = False, profile: str | None = None, log=print) -> list[dict[str, Any]]:
+    """Every (label count, method, candidate) point on `task`'s validation task (Task.validation(): held-out
+    training labels; the test split is never read), each candidate a change to `paper_settings(method,
+    profile)`, cached in results_root/<slug(candidate)>/. With cached_only, only what is cached; nothing trains."""
+    prof = profile or runtime.profile()
+    valid = tasks.get(task).validation()
+    rows = []
+    for n in label_counts:
+        for name in methods:
+            for candidate, change in candidates.items():
+                m = method(name)
+                where = dict(checkpoint=m.checkpoint(prof) if m.checkpoint else None,
+                             settings={**paper_settings(name, prof), **change},
+                             results_dir=Path(results_root) / slug(candidate))
+                row = (cached_point(valid, n, name, seed, prof, **where) if cached_only
+                       else run_point(valid, n, name, seed, valid_curve=True, **where))
+                if row is None:
+                    continue
+                rows.append({**row, "candidate": candidate})
+                if log and not cached_only:
+                    log(f"{valid.name} n={row['n_labels']:<5} {name:12s} {candidate:36s} held-out error "
+                        f"{row['error']:.3f} ({row['seconds']:.0f} s)")
+    return rows
+
+
+def best_recipe(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """method -> the candidate with the lowest held-out error averaged over its rows (every label count and
+    task searched counts alike), among the candidates with as many rows as the most complete one."""
+    chosen = {}
+    for name in dict.fromkeys(r["method"] for r in rows):
+        errors: dict[str, list[float]] = {}
+        for r in rows:
+            if r["method"] == name:
+                errors.setdefault(r["candidate"], []).append(r["error"])
+        complete = {c: e for c, e in errors.items() if len(e) == max(map(len, errors.values()))}
+        chosen[name] = min(complete, key=lambda c: sum(complete[c]) / len(complete[c]))
+    return chosen

@@ -178,3 +178,92 @@ class BERT(nn.Module):
         if non_embedding:
             n -= self.pos_emb.weight.numel() + self.seg_emb.weight.numel()
         return n
+
+
+# ----------------------------------------------------------------------------- fine-tuning (§4, Figure 4)
+
+class BERTClassifier(nn.Module):
+    """BERT fine-tuned on a sentence or pair task (§4.1, Figure 4 a-b): the input is `[CLS] a [SEP]` or
+    `[CLS] a [SEP] b [SEP]` (segments 0 then 1), and a new layer W reads the final hidden state of [CLS]
+    through the pooler (dense · tanh, the released code's; pretrained by NSP when the checkpoint has it,
+    new otherwise), after dropout 0.1: log softmax(C Wᵀ). Every layer trains.
+
+    The left-to-right twin (objective "ltr") keeps its causal mask when fine-tuned, as §5.1 does for
+    "LTR & No NSP" ("removing it introduced a pre-train/fine-tune mismatch"), so its [CLS] sees nothing:
+    it reads the last [SEP] instead, the first position that has seen the whole input (GPT's extract token).
+
+    forward(ids, lengths) → class logits (B, n_classes); forward(ids, lengths, labels) → (loss, parts).
+    ids are right-padded; `lengths` makes the padding mask, and the segments are read from the [SEP]s."""
+
+    def __init__(self, bert: BERT, n_classes: int, cls_id: int, sep_id: int):
+        super().__init__()
+        C = bert.cfg.n_embd
+        self.bert, self.cls_id, self.sep_id = bert, cls_id, sep_id
+        self.reads_last = bert.cfg.causal
+        self.pooler = bert.pooler if hasattr(bert, "pooler") else nn.Linear(C, C)
+        self.dropout = nn.Dropout(0.1)                          # §A.3: "dropout probability always kept at 0.1"
+        self.classifier = nn.Linear(C, n_classes)
+        for layer in {self.pooler, self.classifier} - {getattr(bert, "pooler", None)}:
+            init_weights(layer)
+
+    @property
+    def block_size(self) -> int:
+        return self.bert.cfg.block_size
+
+    def transform(self, ids_a: list[int], ids_b: list[int] | None = None) -> list[int]:
+        """Figure 2's input, cut to fit the model (the longer part loses its tail first)."""
+        room = self.block_size - (2 if ids_b is None else 3)
+        if ids_b is None:
+            return [self.cls_id, *ids_a[:room], self.sep_id]
+        while len(ids_a) + len(ids_b) > room:
+            ids_a, ids_b = (ids_a[:-1], ids_b) if len(ids_a) >= len(ids_b) else (ids_a, ids_b[:-1])
+        return [self.cls_id, *ids_a, self.sep_id, *ids_b, self.sep_id]
+
+    def encode(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """(B, T) right-padded inputs → (B, T, C) top-layer states: segment 1 after the first [SEP]."""
+        lengths = lengths.to(ids.device)
+        real = torch.arange(ids.size(1), device=ids.device)[None] < lengths[:, None]
+        is_sep = (ids == self.sep_id).long()
+        segments = ((is_sep.cumsum(1) - is_sep) > 0).long()                    # seps strictly before
+        return self.bert.hidden(ids, segments, real.long())
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor, labels: torch.Tensor | None = None):
+        h = self.encode(ids, lengths)                                          # (B, T, C)
+        at = lengths.to(ids.device) - 1 if self.reads_last else torch.zeros_like(lengths, device=ids.device)
+        pooled = torch.tanh(self.pooler(h[torch.arange(len(ids), device=ids.device), at]))
+        logits = self.classifier(self.dropout(pooled))                         # (B, n_classes)
+        if labels is None:
+            return logits
+        loss = F.cross_entropy(logits, labels)
+        return loss, {"task_loss": loss.detach()}
+
+
+class BERTTagger(BERTClassifier):
+    """BERT fine-tuned to label every word (§4.3, Figure 4 d): the input is `[CLS] pieces [SEP]`, and W reads
+    each word's *first* piece's final state (§5.3: "the representation of the first sub-token"), which has
+    seen the words on both sides. The left-to-right twin reads each word's last piece instead, the first
+    position at which it has seen the whole word (as GPTTagger), and never the words after it.
+
+    forward(ids, lengths, at) → (B, W, n_tags) logits (`at`: (B, W) the position read for each word, -1 for
+    padding); forward(ids, lengths, at, tags) → (mean cross-entropy over words, parts)."""
+
+    def transform_words(self, pieces: list[list[int]]) -> tuple[list[int], list[int]]:
+        """(`[CLS]` · every word's pieces · `[SEP]`, the position read for each word), cut to the model:
+        words that do not fit are left out (and so not scored)."""
+        ids, at = [self.cls_id], []
+        for word in pieces:
+            if len(ids) + len(word) + 1 > self.block_size:
+                break
+            at.append(len(ids) + len(word) - 1 if self.reads_last else len(ids))
+            ids += word
+        return ids + [self.sep_id], at
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor, at: torch.Tensor, tags: torch.Tensor | None = None):
+        h = self.encode(ids, lengths)                                          # (B, T, C)
+        words = h.gather(1, at.clamp(min=0)[..., None].expand(-1, -1, h.size(-1)))   # (B, W, C)
+        logits = self.classifier(self.dropout(words))                          # (B, W, n_tags)
+        if tags is None:
+            return logits
+        tags = tags.masked_fill(at < 0, IGNORE_INDEX)
+        loss = F.cross_entropy(logits.flatten(0, 1), tags.flatten(), ignore_index=IGNORE_INDEX)
+        return loss, {"task_loss": loss.detach()}

@@ -280,3 +280,17 @@ def pretrain_bert_command(args: argparse.Namespace, command: str | None = None) 
     print(f"wrote {out} ({size_mb:.1f} MB) and {Path(out).with_suffix('.json').name}: held-out "
           f"{m['valid_nats_per_token']:.3f} nats/token (unigram {m['unigram_nats_per_token']:.3f}){nsp}")
     return 0
+
+
+# ----------------------------------------------------------------------------- fine-tuning (§4, §A.3)
+
+def fine_tune_bert(model, train, epochs: int = 3, lr: float = 5e-5, warmup: float = 0.1, *, valid=None, score=None,
+                   callbacks=(), progress: bool | str = False, device=None):
+    """BERT's fine-tuning (§4, §A.3): every layer from the start at one LR (searched in {5e-5, 3e-5, 2e-5}),
+    batch 16 or 32 (the batches' own), 2-4 epochs, AdamW with weight decay 0.01, linear warm-up over the first
+    10 % of the steps then linear decay (the released run_classifier.py's schedule). GPT-1's loop with
+    BERT's numbers and no auxiliary loss (the model computes only the task's loss)."""
+    from minilib.recipes.gpt import fine_tune_gpt
+
+    return fine_tune_gpt(model, train, epochs, lr, warmup, valid=valid, score=score, callbacks=callbacks,
+                         progress=progress, device=device)
