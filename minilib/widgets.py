@@ -375,6 +375,43 @@ def generation_explorer(models: dict, vocab, prompt: str = "the president said",
 
 
 # -- live training: a progress bar and line inside the panel ---------------------------------------
+def cloze_explorer(bert, bert_tok, gpt, gpt_tok, sentence: str = "the [MASK] said the budget would pass .",
+                   k: int = 8) -> w.VBox:
+    """Type a sentence with [MASK]s: BERT's top-k for each blank (it reads both sides) beside GPT's (the words
+    before the blank only; it fills earlier blanks with its own first guess). The plot: one blank, both models."""
+    from minilib.eval.cloze import MASK, bert_cloze, left_to_right_cloze
+
+    box = w.Text(value=sentence, description="sentence", continuous_update=False, layout=w.Layout(width="480px"))
+    blank = w.Dropdown(options=[1], description="blank", layout=w.Layout(width="140px"))
+    top_k = w.IntSlider(value=k, min=3, max=15, description="top-k", continuous_update=False, style=WIDE)
+    panel = Panel([w.HBox([box, blank]), top_k], text_height="110px")
+
+    def draw():
+        if len(box.value) > 1000:
+            raise ValueError("the sentence is very long: one sentence with a blank or two is enough")
+        both = {"BERT (both sides)": bert_cloze(bert, bert_tok, box.value, top_k.value),
+                "GPT (left side only)": left_to_right_cloze(gpt, gpt_tok, box.value, top_k.value)}
+        n = len(both["GPT (left side only)"])
+        if list(blank.options) != list(range(1, n + 1)):
+            with blank.hold_trait_notifications():
+                blank.options, blank.value = list(range(1, n + 1)), min(blank.value or 1, n)
+        panel.say(*(f"blank {i + 1}: " + " | ".join(f"{name.split()[0]}: " + ", ".join(g[i].tokens[:3])
+                                                   for name, g in both.items()) for i in range(n)))
+        fig, axes = figure(8, 0.28 * top_k.value + 1.2, ncols=2)
+        marked = MASK.sub("___", box.value.strip())
+        for ax, (name, guesses) in zip(axes, both.items()):
+            g = guesses[blank.value - 1]
+            viz.bars(g.tokens, g.probs, xlabel="probability", title=name, ax=ax, fmt=".2f")
+            ax.title.set_fontsize(9)
+        fig.suptitle(f"blank {blank.value} of “{marked[:70]}”", fontsize=9)
+        panel.show(fig)
+
+    for widget in (box, blank, top_k):
+        widget.observe(panel.update(draw), names="value")
+    panel.update(draw)()
+    return panel.box
+
+
 def _training_callback(panel: Panel, done: int, total: int, what: str, epochs: int):
     """A minilib.train callback moving the panel's bar through one of `total` jobs (`done` before it)
     as the Learner steps; `epochs` fit() calls of one epoch each make the job (fine_tune_classifier),

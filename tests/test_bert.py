@@ -377,3 +377,26 @@ def test_a_bert_point_fine_tunes_and_scores_once(task, method, objective, tiny_c
     assert 0 <= row["error"] <= 1 and len(row["curve"]) == 1 and row["objective"] == objective
     assert (row["pretrained"] is None) == (method == "bert-scratch")
     assert grid.run_point(task, 20, method, 0, **where) == row                        # cached
+
+
+def test_cloze_guesses_each_blank_bert_from_both_sides_the_lm_from_the_left():
+    from minilib.data.tokenizer import train_bpe, train_wordpiece
+    from minilib.eval.cloze import bert_cloze, left_to_right_cloze
+    from minilib.models.gpt import GPT, gpt_config
+
+    texts = [d.text for d in TEXTS]
+    wordpiece, bpe = train_wordpiece(texts, 200, min_char_count=1), train_bpe(texts, 300)
+    bert = tiny(vocab=wordpiece.vocab_size)
+    one = bert_cloze(bert, wordpiece, "the [MASK] sat on the mat .", k=5)
+    other = bert_cloze(bert, wordpiece, "the [mask] sat on the rug .", k=5)
+    assert len(one) == 1 and len(one[0].tokens) == 5 and sorted(one[0].probs, reverse=True) == one[0].probs
+    assert one[0].probs != other[0].probs                                 # BERT reads the words after the blank
+    assert not set(one[0].ids) & set(wordpiece.specials.values())         # never a special token
+    torch.manual_seed(0)
+    gpt = GPT(gpt_config(bpe.vocab_size, "smoke", block_size=32)).eval()
+    left = left_to_right_cloze(gpt, bpe, "The [MASK] sat on the mat.", k=5)
+    assert left == left_to_right_cloze(gpt, bpe, "The [MASK] barked at the dog.", k=5)   # it never reads the right
+    two = left_to_right_cloze(gpt, bpe, "The [MASK] sat on the [MASK].", k=3)
+    assert len(two) == 2 and two[0] == left_to_right_cloze(gpt, bpe, "The [MASK]", k=3)[0]
+    with pytest.raises(ValueError, match="no \\[MASK\\]"):
+        bert_cloze(bert, wordpiece, "the cat sat")

@@ -376,3 +376,31 @@ def test_source_shows_the_running_code_or_one_part_of_it():
     assert "class ScalarMix" in head and "def forward" not in head
     with pytest.raises(ValueError, match="not in the source"):
         viz.source(ScalarMix, start="def backward")
+
+
+# -- chapter 07 ----------------------------------------------------------------------------------
+def test_cloze_explorer_shows_both_models_per_blank_and_explains_bad_input():
+    from minilib.data.tokenizer import train_bpe, train_wordpiece
+    from minilib.models.bert import BERT, bert_config
+    from minilib.models.gpt import GPT, gpt_config
+
+    texts = ["The cat sat on the mat.", "A dog barked at the cat.", "The budget would pass."] * 10
+    wordpiece, bpe = train_wordpiece(texts, 120, min_char_count=1), train_bpe(texts, 300)
+    torch.manual_seed(0)
+    bert = BERT(bert_config(wordpiece.vocab_size, "smoke", block_size=32))
+    gpt = GPT(gpt_config(bpe.vocab_size, "smoke", block_size=32))
+    panel = widgets.cloze_explorer(bert, wordpiece, gpt, bpe, sentence="the [MASK] sat on the [mask] .", k=4)
+    assert_fits(panel)
+    assert "blank 1:" in text(panel) and "blank 2:" in text(panel) and "⚠" not in text(panel)
+    first = plot_pixels(panel)
+    blank = part(panel, w.Dropdown)
+    assert list(blank.options) == [1, 2]
+    blank.value = 2
+    assert not np.array_equal(plot_pixels(panel), first)                  # the second blank's bars
+    box = part(panel, w.Text)
+    for typed, why in [("   ", "is empty"), ("the cat sat", "no [MASK]"), ("the cat " * 40 + "[MASK]", "shorten it")]:
+        box.value = typed
+        assert why in text(panel)
+    box.value = "[MASK] cat sat ."                                        # one blank again, at the very start
+    assert list(blank.options) == [1] and "blank 2" not in text(panel) and "⚠" not in text(panel)
+    plot_pixels(panel)
