@@ -400,3 +400,29 @@ def test_cloze_guesses_each_blank_bert_from_both_sides_the_lm_from_the_left():
     assert len(two) == 2 and two[0] == left_to_right_cloze(gpt, bpe, "The [MASK]", k=3)[0]
     with pytest.raises(ValueError, match="no \\[MASK\\]"):
         bert_cloze(bert, wordpiece, "the cat sat")
+
+
+def test_blank_scores_hide_the_token_from_bert_and_the_right_side_from_the_twin(monkeypatch):
+    from minilib.data.tokenizer import train_wordpiece
+    from minilib.eval import cloze
+
+    wordpiece = train_wordpiece([d.text for d in TEXTS], 200, min_char_count=1)
+    bert, ltr = tiny(vocab=wordpiece.vocab_size), tiny("ltr", vocab=wordpiece.vocab_size)
+    seen = []
+    real_hidden = {m: m.hidden for m in (bert, ltr)}
+    for m in (bert, ltr):
+        monkeypatch.setattr(m, "hidden", lambda ids, seg, mask, m=m: seen.append((m, ids.clone())) or real_hidden[m](ids, seg, mask))
+    sentences = ["the cat sat on the mat .", "markets fell sharply on monday ."]
+    a = cloze.blank_scores(bert, ltr, wordpiece, sentences, seed=3)
+    assert a["n"] == 2 and 0 <= a["bert_top1"] <= 1 and a["bert_nats"] > 0 and a["ltr_nats"] > 0
+    (_, bert_in), (_, ltr_in) = seen
+    assert (bert_in == wordpiece.mask_id).sum(1).tolist() == [1, 1]          # one blank each, hidden from BERT
+    assert not (ltr_in == wordpiece.mask_id).any()                           # the twin reads the text itself
+    assert a == cloze.blank_scores(bert, ltr, wordpiece, sentences, seed=3)  # seeded blanks
+    # the same blank with other words after it: the twin's score stays, BERT's moves
+    words = "the cat sat on the mat .".split()
+    assert len(wordpiece.encode(" ".join(words))) == len(words)               # one piece per word here
+    blank = int((bert_in[0] == wordpiece.mask_id).nonzero()[0, 0])           # 1 + the word's index
+    other = words[:blank] + ["the"] * (len(words) - blank)
+    b = cloze.blank_scores(bert, ltr, wordpiece, [" ".join(other), sentences[1]], seed=3)
+    assert b["ltr_nats"] == pytest.approx(a["ltr_nats"], abs=1e-6) and b["bert_nats"] != pytest.approx(a["bert_nats"])

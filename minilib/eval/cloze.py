@@ -70,3 +70,41 @@ def left_to_right_cloze(model, tok, text: str, k: int = 5) -> list[Guesses]:
         guesses.append(guess)
         context += tok.decode(guess.ids[:1])
     return guesses
+
+
+@torch.no_grad()
+def blank_scores(bert, ltr, tok, sentences: list[str], seed: int = 0, batch_size: int = 64) -> dict:
+    """The same blanks for two models that read one WordPiece vocabulary: one token per sentence, drawn
+    uniformly (seeded) among its non-special positions. BERT sees `[CLS] sentence [SEP]` with [MASK] in the
+    blank and reads both sides; the left-to-right twin predicts the blank's token from the tokens before it.
+    Returns {"n", "bert_top1", "ltr_top1", "bert_nats", "ltr_nats"}: how often each model's likeliest token
+    is the hidden one, and the mean nats it pays for the hidden token."""
+    rng = torch.Generator().manual_seed(seed)
+    T = min(bert.cfg.block_size, ltr.cfg.block_size)
+    rows = []
+    for text in sentences:
+        ids = [tok.cls_id, *tok.encode(text)[:T - 2], tok.sep_id]
+        if len(ids) > 3:
+            rows.append((ids, 1 + int(torch.randint(len(ids) - 2, (1,), generator=rng))))
+    right = {"bert": 0, "ltr": 0}
+    nats = {"bert": 0.0, "ltr": 0.0}
+    for model in (bert, ltr):
+        model.eval()
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start:start + batch_size]
+        width = max(len(ids) for ids, _ in chunk)
+        ids = torch.full((len(chunk), width), tok.pad_id)
+        for r, (row, _) in enumerate(chunk):
+            ids[r, :len(row)] = torch.tensor(row)
+        real = (ids != tok.pad_id).long()
+        blank = torch.tensor([b for _, b in chunk])
+        target = ids[torch.arange(len(chunk)), blank]
+        masked = ids.clone()
+        masked[torch.arange(len(chunk)), blank] = tok.mask_id
+        for name, model, inputs, at in (("bert", bert, masked, blank), ("ltr", ltr, ids, blank - 1)):
+            h = model.hidden(inputs, None, real)[torch.arange(len(chunk)), at]     # (B, C) at the reading position
+            log_probs = torch.log_softmax(model.mlm(h).float(), -1)
+            right[name] += int((log_probs.argmax(-1) == target).sum())
+            nats[name] -= float(log_probs[torch.arange(len(chunk)), target].sum())
+    n = max(len(rows), 1)
+    return {"n": len(rows), **{f"{k}_top1": right[k] / n for k in right}, **{f"{k}_nats": nats[k] / n for k in nats}}

@@ -294,9 +294,13 @@ def catch_up(summary: Sequence[dict[str, Any]], task: str, method: str = "ulmfit
 METHOD_STYLE = {"scratch": dict(color="tab:gray", marker="o", label="from scratch"),
                 "ulmfit-supervised": dict(color="tab:blue", marker="s", label="ULMFiT, supervised (no LM fine-tuning)"),
                 "ulmfit": dict(color="tab:red", marker="^", label="ULMFiT, semi-supervised (all three stages)"),
-                # the same chart in later chapters (experiments/gpt_finetune.py)
+                # the same chart in later chapters (experiments/gpt_finetune.py, bert_finetune.py)
                 "gpt-scratch": dict(color="tab:cyan", marker="v", label="GPT network from scratch"),
-                "gpt": dict(color="tab:green", marker="D", label="GPT, pretrained and fine-tuned")}
+                "gpt": dict(color="tab:green", marker="D", label="GPT, pretrained and fine-tuned"),
+                "bert-scratch": dict(color="tab:pink", marker="<", label="BERT network from scratch"),
+                "bert-ltr": dict(color="indigo", marker=">", label="BERT's left-to-right twin, fine-tuned"),
+                "bert-mlm": dict(color="darkgoldenrod", marker="P", label="BERT without NSP, fine-tuned"),
+                "bert": dict(color="tab:orange", marker="*", label="BERT (MLM + NSP), fine-tuned")}
 
 
 def plot_curves(summary: Sequence[dict[str, Any]], task: str, ax=None, points: Sequence[dict] = (),
