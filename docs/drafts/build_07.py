@@ -1,0 +1,435 @@
+"""Builds the draft of lesson 07 (BERT) as a notebook: python docs/drafts/build_07.py OUT.ipynb.
+A draft: it needs checkpoints/bert-laptop.pt, bert-mlm-laptop.pt and bert-ltr-laptop.pt (pretrain bert
+--objective ...), then the fine-tuning search (experiment bert-recipe on trec and rt, FINE_TUNING updated) and
+grids (experiment bert-ablations; sample-efficiency with bert-scratch,bert). When they exist, execute it,
+check every printed sentence against its numbers, and move it to lessons/07-bert.ipynb."""
+import sys
+
+import nbformat as nbf
+
+cells = []
+
+
+def md(text):
+    cells.append(nbf.v4.new_markdown_cell(text.strip("\n")))
+
+
+def code(text):
+    cells.append(nbf.v4.new_code_cell(text.strip("\n")))
+
+
+md(r"""
+# 07 · BERT: hide words, read both sides
+
+**The moment.** In October 2018 Jacob Devlin, Ming-Wei Chang, Kenton Lee and
+Kristina Toutanova at Google posted *BERT: Pre-training of Deep Bidirectional
+Transformers for Language Understanding*. GPT (chapter 06) had shown that a
+Transformer pretrained as a language model and then fine-tuned whole beats
+task-specific models; but a language model predicts each word from the words
+*before* it, so every layer of GPT reads one direction only. ELMo (chapter 03)
+read both directions, but with two separate one-directional LSTMs joined only at
+the top. BERT's move was to make every layer read both sides at once, and to
+get a training signal for that by **hiding words** — the cloze test — instead
+of predicting the next one. It set new records on eleven tasks at once (GLUE
+80.5, +7.7 points, abstract), and within a year Google Search was using it
+for English queries.
+
+Three claims to test on real text, with models we pretrain here at the **same
+compute** as chapter 06's GPT (parameters × tokens):
+
+1. **Masked LM (§3.1, Task #1).** Hide 15 % of the tokens — of those, 80 %
+   become `[MASK]`, 10 % a random token, 10 % stay — and predict them from both
+   sides.
+2. **Next sentence prediction (§3.1, Task #2).** Is `b` the text that follows
+   `a`? Half the pairs are real, half are not.
+3. **Bidirectionality is what matters (§5.1, Table 5).** The same network
+   trained left to right loses, most of all on a token-level task (SQuAD:
+   88.5 → 77.8 F1). Here the token-level task is part-of-speech tagging.
+
+> **⏱ The 50-minute class path** runs the setup cell and the sections marked
+> ⏱: §1 (the encoder, 5 min), §2 (masking a real sentence, 5 min), §4 (our
+> three pretrained models, 5 min), §5 (fill in the blank: BERT against the
+> left-to-right twin and GPT, 15 min), §6 (fine-tuning one point live,
+> 10 min) and the summary (5 min).
+""")
+
+code(r"""
+import json
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from IPython.display import Markdown, display
+
+from minilib import data, provenance, runtime, tasks, viz, widgets
+from minilib.data.mlm import DocumentStream, PairBatches, SpecialTokens, mask_tokens
+from minilib.eval.cloze import bert_cloze, blank_scores, left_to_right_cloze
+from minilib.exercises import check, compare_prediction
+from minilib.experiments import bert_finetune as bf, grid
+from minilib.models.bert import BERT, BERTClassifier, BERTTagger, MLMHead, bert_config
+from minilib.models.pretrained import load_pretrained
+from minilib.recipes.bert import default_out
+
+PROFILE = runtime.profile()
+GRID_PROFILE = "laptop"      # the cached results the lesson shows; every profile reads the shipped checkpoints
+OBJECTIVES = {"mlm+nsp": "BERT (MLM + NSP)", "mlm": "MLM only (no NSP)", "ltr": "left-to-right twin"}
+SIZES = runtime.pick({"smoke": dict(live_labels=20, blanks=300, draws=64),
+                      "laptop": dict(live_labels=100, blanks=3000, draws=512),
+                      "full": dict(live_labels=100, blanks=3000, draws=512)})
+models, metas = {}, {}
+for objective in OBJECTIVES:
+    models[objective], tok, metas[objective] = load_pretrained(default_out("laptop", objective), "bert")
+bert, ltr = models["mlm+nsp"], models["ltr"]
+gpt, bpe, gpt_meta = load_pretrained(provenance.REPO_ROOT / "checkpoints" / "gpt-laptop.pt", "gpt")
+specials = SpecialTokens.of(tok)
+print(f"profile {PROFILE}; {default_out('laptop', 'mlm+nsp').name}: {bert.num_params(non_embedding=False):,} "
+      f"parameters, tokenizer {tok}")
+""")
+
+md(r"""
+## 1. ⏱ The model: an encoder that reads both sides
+
+BERT is chapter 05's Transformer block with no causal mask, plus three things
+(§3, Figure 2): a *segment* embedding saying whether a token belongs to the
+first text or the second, a masked-LM head (dense · GELU · LayerNorm, then the
+token embedding matrix again as the decoder), and a next-sentence head on the
+first position, `[CLS]`. Here is the encoder's forward pass and the MLM head as
+they run:
+""")
+
+code(r"""
+display(Markdown(viz.source(BERT, start="def hidden", stop="def nsp_logits")))
+display(Markdown(viz.source(MLMHead, start="def forward")))
+cfg = bert.cfg
+print(f"ours: {cfg.n_layer} layers, width {cfg.n_embd}, {cfg.n_head} heads, {cfg.block_size} positions, "
+      f"{cfg.norm}-LN blocks, vocabulary {cfg.vocab_size:,} WordPiece tokens; "
+      f"BERT-base (§3): 12 layers, width 768, 12 heads, 512 positions, 30,000 tokens")
+""")
+
+md(r"""
+The left-to-right twin is the *same* network with the causal mask switched on
+(`objective="ltr"`). What does the first word's top-layer state know about the
+last word? Change the last word and measure how far that state moves:
+""")
+
+code(r"""
+first = torch.tensor([[tok.cls_id, *tok.encode("the bank raised its interest rates"), tok.sep_id]])
+second = first.clone()
+second[0, -2] = tok.encode("fees")[0]
+moved = {}
+with torch.no_grad():
+    for name, model in (("BERT", bert), ("left-to-right twin", ltr)):
+        h1, h2 = model.hidden(first)[0, 1], model.hidden(second)[0, 1]
+        moved[name] = float((h1 - h2).norm() / h1.norm())
+        print(f"{name:>20}: the state of 'the' moves by {moved[name]:.1%} when 'rates' becomes 'fees'")
+assert moved["left-to-right twin"] < 1e-6 < moved["BERT"]
+""")
+
+md(r"""
+## 2. ⏱ Hiding words: the masking rule on a real sentence
+
+§3.1: in each sequence 15 % of the WordPiece tokens are chosen as targets; of
+those, 80 % are replaced by `[MASK]`, 10 % by a random token and 10 % are left
+as they are. Why not always `[MASK]`? Fine-tuning never shows the model a
+`[MASK]`, so a model that only ever predicted at `[MASK]`s would learn nothing
+about the tokens it can see (§3.1; the paper measures the alternatives in
+Appendix C.2). A held-out sentence, masked three times with different seeds:
+""")
+
+code(r"""
+valid_docs = list(data.pretraining_corpus("valid"))
+sentence = next(line for d in valid_docs for line in d.text.split("\n") if 18 <= len(line.split()) <= 26)
+ids = torch.tensor([[tok.cls_id, *tok.encode(sentence), tok.sep_id]])
+rows = []
+for seed in range(3):
+    inputs, labels = mask_tokens(ids, specials, torch.Generator().manual_seed(seed))
+    shown = []
+    for i, (x, y) in enumerate(zip(inputs[0].tolist(), labels[0].tolist())):
+        piece = tok.id_to_token(x)
+        if y != -100:
+            piece = f"**{piece}**" if x == tok.mask_id else f"**{piece}** (was *{tok.id_to_token(y)}*)"
+        shown.append(piece)
+    rows.append([seed, " ".join(shown)])
+display(Markdown(viz.markdown_table(["seed", "what BERT reads (targets in bold)"], rows)))
+""")
+
+md(r"""
+Over many sequences the rule should give its three rates. Measured on held-out
+pairs, with the binomial spread the rates may wander by:
+""")
+
+code(r"""
+stream = DocumentStream.from_documents(tok, valid_docs, max_tokens=400_000)
+clean = next(iter(PairBatches(stream, specials, SIZES["draws"], bert.cfg.block_size, 1, target="next",
+                              p_random_next=0.0, seed=1))).ids                 # real pairs, unmasked
+masked, labels = mask_tokens(clean, specials, torch.Generator().manual_seed(1))
+chosen = labels != -100
+real = ~torch.isin(clean, torch.tensor(specials.special_ids))
+n = int(chosen.sum())
+rates = {"chosen of the real tokens": (n / int(real.sum()), 0.15, int(real.sum())),
+         "[MASK] of the chosen": (int((masked == tok.mask_id)[chosen].sum()) / n, 0.8, n),
+         "unchanged of the chosen": (int((masked == clean)[chosen].sum()) / n, 0.1, n)}
+for what, (got, want, trials) in rates.items():
+    spread = 4 * np.sqrt(want * (1 - want) / trials)
+    print(f"{what:>26}: {got:.3f} (the rule: {want}, ± {spread:.3f} at 4 binomial std over {trials:,})")
+    assert abs(got - want) < spread + (0.01 if want == 0.15 else 0)   # per-row rounding of 15 % of n
+""")
+
+md(r"""
+## 3. Next sentence prediction
+
+Task #2 (§3.1): the input is `[CLS] a [SEP] b [SEP]`; half the time `b` is the
+text that follows `a` in the same document (IsNext), half the time a span from
+another document (NotNext). A "sentence" is any span of text, not a linguistic
+sentence. Four held-out pairs, and what our BERT says about each:
+""")
+
+code(r"""
+pairs = next(iter(PairBatches(stream, specials, 4, 64, 1, p_random_next=0.5, seed=7)))
+with torch.no_grad():
+    said = bert(pairs.ids, pairs.segments, pairs.attention_mask).nsp_logits.softmax(-1)[:, 1]
+rows = []
+for i in range(4):
+    real = pairs.ids[i][pairs.attention_mask[i].bool()]
+    seg = pairs.segments[i][pairs.attention_mask[i].bool()]
+    a, b = (tok.decode(real[(seg == s) & ~torch.isin(real, torch.tensor(specials.special_ids))].tolist()) for s in (0, 1))
+    rows.append([a[:90], b[:90], ["IsNext", "NotNext"][int(pairs.nsp_labels[i])], f"{float(said[i]):.2f}"])
+display(Markdown(viz.markdown_table(["a", "b", "truth", "P(NotNext)"], rows)))
+print(f"held-out NSP accuracy of the shipped BERT: {metas['mlm+nsp']['metrics']['valid_nsp_accuracy']:.3f} "
+      f"(chance 0.5; the paper's reached 97-98 %, §3.1 footnote)")
+""")
+
+md(r"""
+## 4. ⏱ Three encoders, pretrained here at GPT's compute
+
+`python -m minilib pretrain bert --objective {mlm+nsp, mlm, ltr}` trained three
+networks of one shape on the pretraining corpus's train split, each for as
+many tokens as makes its non-embedding parameters × tokens equal to chapter
+06's GPT (`recipes/bert.py`, `equal_compute_tokens`). Their provenance:
+""")
+
+code(r"""
+rows = []
+for name, m in [("GPT (chapter 06)", gpt_meta)] + [(OBJECTIVES[o], metas[o]) for o in OBJECTIVES]:
+    x = m["metrics"]
+    params = x.get("params_non_embedding") or gpt.num_params()
+    rows.append([name, f"{params:,}", f"{x['train_tokens_seen']:,}", f"{params * x['train_tokens_seen']:.3g}",
+                 f"{x['seconds'] / 3600:.1f}", f"{x['tokens_per_s']:,.0f}", m["threads"], m["commit"][:10]])
+display(Markdown(viz.markdown_table(["model", "non-embedding params", "tokens", "params × tokens", "hours",
+                                     "tokens/s", "threads", "commit"], rows)))
+fig, ax = plt.subplots(figsize=(7, 3.6))
+for objective, name in OBJECTIVES.items():
+    x = metas[objective]["metrics"]
+    line, = ax.plot([p["tokens"] / 1e6 for p in x["curve"]], [p["valid_nats_per_token"] for p in x["curve"]],
+                    marker="o", label=name)
+    ax.axhline(x["unigram_nats_per_token"], color=line.get_color(), ls=":", lw=1)
+ax.set(xlabel="pretraining tokens (millions)", ylabel="held-out nats per predicted token",
+       title="Held-out loss along pretraining (dotted: each task's unigram guess)")
+ax.legend(); plt.show()
+for objective, name in OBJECTIVES.items():
+    x = metas[objective]["metrics"]
+    print(f"{name}: {x['valid_nats_per_token']:.3f} nats per predicted token as saved; unigram "
+          f"{x['unigram_nats_per_token']:.3f}")
+    assert x["valid_nats_per_token"] < x["unigram_nats_per_token"] - 0.3     # each has learned to use context
+""")
+
+md(r"""
+The two curves are not one race: the masked LM predicts ~15 % of the tokens
+from both sides, the twin predicts every token from its left. The fair
+question is the next section's: the *same* hidden tokens, guessed by each.
+""")
+
+md(r"""
+## 5. ⏱ Fill in the blank
+
+Hide one token in each of a few thousand held-out sentences. BERT reads the
+sentence with `[MASK]` in the gap; the left-to-right twin, which reads the
+same WordPiece tokens, guesses the token from the words before it. Same
+blanks, same vocabulary, same compute:
+""")
+
+code(r"""
+held_out = [line for d in valid_docs for line in d.text.split("\n") if 6 <= len(line.split()) <= 40][:SIZES["blanks"]]
+blanks = {o: blank_scores(models[o], ltr, tok, held_out, seed=0) for o in ("mlm+nsp", "mlm")}
+s = blanks["mlm+nsp"]
+print(f"{s['n']:,} blanks: BERT's first guess right {s['bert_top1']:.1%}, the twin's {s['ltr_top1']:.1%}; "
+      f"nats per hidden token {s['bert_nats']:.2f} vs {s['ltr_nats']:.2f}")
+print(f"MLM without NSP on the same blanks: {blanks['mlm']['bert_top1']:.1%} right, {blanks['mlm']['bert_nats']:.2f} nats")
+""")
+
+md(r"""
+Type your own sentences. GPT (chapter 06, byte-level BPE, the same compute)
+stands in for the left-to-right reader; with several blanks it fills each with
+its own first guess before moving right.
+""")
+
+code(r"""
+widgets.cloze_explorer(bert, tok, gpt, bpe, sentence="the [MASK] of the river rose after the storm .")
+""")
+
+md(r"""
+## 6. ⏱ Fine-tuning: read `[CLS]`, or each word's first piece
+
+§4 and Figure 4: for a sentence, one new layer reads the final state of
+`[CLS]` (through the pooler, pretrained by NSP); for a token task such as
+tagging, it reads each word's *first* WordPiece (§5.3). Every layer trains,
+at the learning rate chosen on held-out training labels from the paper's grid
+(§A.3: 5e-5, 3e-5 or 2e-5; 2, 3 or 4 epochs; batch 16 or 32). The twin, which
+may not look right, reads the last token and each word's last piece.
+""")
+
+code(r"""
+display(Markdown(viz.source(BERTClassifier, start="def forward")))
+tagger = BERTTagger(BERT(bert.cfg), 10, tok.cls_id, tok.sep_id)
+words = "The jury praised the administration of the election".split()
+ids, at = tagger.transform_words(bf.word_pieces(tok, words))
+print(" ".join(tok.id_to_token(i) for i in ids))
+print("read for each word:", [tok.id_to_token(ids[i]) for i in at])
+print("recipe:", {m: bf.FINE_TUNING[m] or "the paper's defaults" for m in bf.FINE_TUNING})
+""")
+
+md(r"""
+One point of the grid, live: BERT fine-tuned on a few labelled Brown sentences
+for part-of-speech tags, scored on the held-out Brown files.
+""")
+
+code(r"""
+pos = tasks.get("pos")
+t0 = time.time()
+live = grid.run_point(pos, SIZES["live_labels"], "bert", 0, progress=True, force=PROFILE != GRID_PROFILE,
+                      results_dir=None if PROFILE == GRID_PROFILE else provenance.REPO_ROOT / ".cache" / "live07")
+print(f"pos, {live['n_labels']} labelled sentences, seed 0: tagging accuracy {1 - live['error']:.3f} "
+      f"({time.time() - t0:.0f} s here, {live['n_test']:,} test sentences)")
+""")
+
+md(r"""
+## 7. Table 5 at our scale: MLM against left to right
+
+The paper's ablation (Table 5, BERT-base, dev sets): MLM + NSP / MLM only /
+left-to-right only, MNLI 84.4 / 83.9 / 82.1, QNLI 88.4 / 84.9 / 84.3, MRPC
+86.7 / 86.5 / 77.5, SST-2 92.7 / 92.6 / 92.1, SQuAD F1 88.5 / 87.9 / 77.8: the
+largest loss from reading one side is on the token-level task. Ours, three
+seeds each (`python -m minilib experiment bert-ablations`):
+""")
+
+code(r"""
+ABLATION_LABELS = bf.ABLATION_LABELS[GRID_PROFILE]
+ablation = []
+for task in bf.ABLATION_TASKS:
+    ablation += bf.ablation_table(grid.cached_rows(task, bf.ABLATIONS, ABLATION_LABELS, (0, 1, 2), GRID_PROFILE))
+at = {(r["task"], r["n_labels"], r["method"]): r for r in ablation}
+rows = [[t, f"{n:,}"] + [f"{at[t, n, m]['accuracy']:.3f} ± {at[t, n, m]['accuracy_std']:.3f}" if (t, n, m) in at
+                         else "—" for m in bf.ABLATIONS]
+        for t, n in dict.fromkeys((r["task"], r["n_labels"]) for r in ablation)]
+display(Markdown(viz.markdown_table(["task", "labels"] + [bf.LABELS[m] for m in bf.ABLATIONS], rows)))
+ablation_verdicts = []
+for t, n in dict.fromkeys((r["task"], r["n_labels"]) for r in ablation):
+    if (t, n, "bert") in at and (t, n, "bert-ltr") in at:
+        a, b = at[t, n, "bert"], at[t, n, "bert-ltr"]
+        gap, spread = a["accuracy"] - b["accuracy"], a["accuracy_std"] + b["accuracy_std"]
+        verdict = ("beats" if gap > spread else "loses to" if -gap > spread else "is within the seed spreads of")
+        ablation_verdicts.append(f"{t} at {n:,} labels: MLM + NSP {verdict} the left-to-right twin "
+                                 f"({a['accuracy']:.3f} vs {b['accuracy']:.3f}, gap {gap:+.3f}, spreads {spread:.3f})")
+print("\n".join(ablation_verdicts))
+""")
+
+md(r"""
+## 8. Where labels are few: BERT beside every earlier method
+
+The chapter 04/06 chart with BERT added: scratch LSTM, ULMFiT, GPT and its
+scratch twin, BERT and its scratch twin, and the simple baselines, on TREC
+question types and RT sentiment (every point stamped in `results/`).
+""")
+
+code(r"""
+from minilib.experiments import sample_efficiency as se
+
+LABEL_COUNTS = se.SIZES[GRID_PROFILE].label_counts
+NETWORKS = ["scratch", "ulmfit", "gpt-scratch", "gpt", "bert-scratch", "bert"]
+BASELINES = ["majority", "bow-lr", "glove-lr", "sgns-lr"]
+summary = {}
+fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+for task, ax in zip(("trec", "rt"), axes):
+    summary[task] = grid.summarize(grid.cached_rows(task, NETWORKS + BASELINES, LABEL_COUNTS, (0, 1, 2), GRID_PROFILE))
+    se.plot_curves([r for r in summary[task] if r["method"] in NETWORKS], task, ax=ax,
+                   baselines=[r for r in summary[task] if r["method"] in BASELINES])
+plt.show()
+table = []
+for task in summary:
+    for n in sorted({r["n_labels"] for r in summary[task] if r["method"].startswith("bert")}):
+        at_n = {r["method"]: r for r in summary[task] if r["n_labels"] == n}
+        table.append([task, f"{n:,}"] + [f"{at_n[k]['error']:.3f} ± {at_n[k]['error_std']:.3f}" if k in at_n else "—"
+                                         for k in NETWORKS + BASELINES])
+display(Markdown(viz.markdown_table(["task", "labels"] + NETWORKS + BASELINES, table)))
+""")
+
+md(r"""
+## Exercises
+
+**1.** Which side decides? Before you run it: in *"the [MASK] barked at the
+postman all night"*, change *barked* to *purred*. Whose first guess changes —
+BERT's, GPT's, both or neither?
+""")
+
+code(r"""
+my_prediction = None   # "bert", "gpt", "both" or "neither": write it before you run
+
+def whose_guess_changes(a="the [MASK] barked at the postman all night .", b="the [MASK] purred at the postman all night ."):
+    bert_moves = bert_cloze(bert, tok, a)[0].tokens[0] != bert_cloze(bert, tok, b)[0].tokens[0]
+    gpt_moves = left_to_right_cloze(gpt, bpe, a)[0].tokens[0] != left_to_right_cloze(gpt, bpe, b)[0].tokens[0]
+    return {(True, True): "both", (True, False): "bert", (False, True): "gpt", (False, False): "neither"}[bert_moves, gpt_moves]
+
+compare_prediction("whose first guess changes", my_prediction, whose_guess_changes, ("bert", "gpt", "both", "neither"),
+                   hint="GPT reads only the words before the blank; BERT reads the whole sentence");
+""")
+
+md(r"""
+**2. (open)** Find a sentence of your own where the words *after* the blank
+decide it: BERT's top five should hold your answer and GPT's should not.
+""")
+
+code(r"""
+my_sentence, my_answer = None, None   # e.g. "the [MASK] ... .", "word": a sentence with one blank, and its answer
+
+if my_sentence is None:
+    print("✎ write a sentence with one [MASK] and the answer you expect, then run this cell again")
+else:
+    bert_top = bert_cloze(bert, tok, my_sentence, k=5)[0].tokens
+    gpt_top = left_to_right_cloze(gpt, bpe, my_sentence, k=5)[0].tokens
+    print(f"BERT: {bert_top}\nGPT:  {gpt_top}")
+    check("BERT's top five hold your answer", my_answer in bert_top, True,
+          hint="pick a blank that the words after it make obvious, and an answer that is one WordPiece token")
+    check("GPT's top five miss it", my_answer not in gpt_top, True, hint="put the clue after the blank, not before")
+""")
+
+md(r"""
+## Summary ⏱
+""")
+
+code(r"""
+lines = [f"- Each position of BERT sees the whole input: changing the last word moved the first word's state by "
+         f"{moved['BERT']:.1%} in BERT and {moved['left-to-right twin']:.1%} in its left-to-right twin.",
+         f"- On {s['n']:,} held-out blanks at equal compute, BERT's first guess was right {s['bert_top1']:.1%} of the "
+         f"time and the left-to-right twin's {s['ltr_top1']:.1%} ({s['bert_nats']:.2f} vs {s['ltr_nats']:.2f} nats).",
+         f"- NSP: {metas['mlm+nsp']['metrics']['valid_nsp_accuracy']:.1%} held-out accuracy (chance 50 %)."]
+lines += [f"- {v}." for v in ablation_verdicts]
+display(Markdown("\n".join(lines)))
+""")
+
+md(r"""
+## References
+
+- Devlin, J., Chang, M.-W., Lee, K., & Toutanova, K. (2019). BERT: Pre-training of Deep Bidirectional
+  Transformers for Language Understanding. *NAACL-HLT 2019*, 4171–4186. (arXiv:1810.04805, October 2018.)
+- Taylor, W. L. (1953). "Cloze procedure": a new tool for measuring readability. *Journalism Quarterly*, 30(4), 415–433.
+- Radford, A., Narasimhan, K., Salimans, T., & Sutskever, I. (2018). Improving Language Understanding by
+  Generative Pre-Training. OpenAI.
+- Liu, Y., et al. (2019). RoBERTa: A Robustly Optimized BERT Pretraining Approach. arXiv:1907.11692
+  (dynamic masking, and training without NSP).
+""")
+
+nb = nbf.v4.new_notebook()
+nb.cells = cells
+nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+nbf.write(nb, sys.argv[1] if len(sys.argv) > 1 else "07-bert.draft.ipynb")
