@@ -37,6 +37,10 @@ EXPERIMENTS = {  # name -> (module, help)
                     "BERT fine-tuning LR, epochs and batch (the paper's §A.3 grid and more), chosen on held-out training labels (chapter 07)"),
     "bert-ablations": ("minilib.experiments.bert_finetune",
                        "MLM + NSP vs MLM only vs left-to-right at equal compute, on pos, trec and rt (chapter 07, BERT Table 5)"),
+    "league": ("minilib.experiments.league",
+               "every era on the same tasks, labels and seeds: majority to BERT on pos, trec and rt at 100, 1,000 and all labels (chapter 08)"),
+    "flywheel": ("minilib.experiments.flywheel",
+                 "GPT fine-tuned at 100 labels from each pretraining snapshot: accuracy vs pretraining tokens seen (chapter 08)"),
     "gpt-zero-shot": ("minilib.experiments.gpt_zero_shot",
                       "GPT as a classifier before fine-tuning, along its pretraining (chapter 06, GPT-1 §5, Fig. 2)"),
 }

@@ -291,7 +291,10 @@ def catch_up(summary: Sequence[dict[str, Any]], task: str, method: str = "ulmfit
     return None
 
 
-METHOD_STYLE = {"scratch": dict(color="tab:gray", marker="o", label="from scratch"),
+METHOD_STYLE = {# the league (experiments/league.py): ELMo's features beside the fine-tuned networks
+                "pooled-elmo": dict(color="teal", marker="h", label="ELMo features, pooled + linear head"),
+                "bilstm-elmo": dict(color="teal", marker="H", label="ELMo features, biLSTM tagger (§3.3)"),
+                "scratch": dict(color="tab:gray", marker="o", label="from scratch"),
                 "ulmfit-supervised": dict(color="tab:blue", marker="s", label="ULMFiT, supervised (no LM fine-tuning)"),
                 "ulmfit": dict(color="tab:red", marker="^", label="ULMFiT, semi-supervised (all three stages)"),
                 # the same chart in later chapters (experiments/gpt_finetune.py, bert_finetune.py)
