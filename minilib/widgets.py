@@ -712,3 +712,45 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
     live_training.on_click(panel, train_point, live_profile)
     panel.update(draw)()
     return panel.box
+
+
+def scaling_explorer(summary: dict) -> w.VBox:
+    """Chapter 08: pick a compute budget C = 6·N·D (log slider); the panel shows what each fitted law of the
+    `scaling` experiment predicts there (the size sweep's: a model of N = C / 6D at its fixed D; the token
+    sweep's: its fixed model trained on D = C / 6N) beside the measured run nearest in compute, and says
+    when a prediction is an extrapolation. `summary`: `experiments.scaling.run()` or `.load()`."""
+    import math
+
+    from minilib.experiments import scaling
+
+    flops = [r["flops"] for r in scaling.unique_runs(summary)] if summary.get("runs") else []
+    # half a decade below the cheapest run to a decade past the dearest (beyond it the fits extrapolate)
+    lo, hi = (math.log10(min(flops)) - 0.5, math.log10(max(flops)) + 1.0) if flops else (9.0, 15.0)
+    middle = 10 ** ((lo + 0.5 + hi - 1.0) / 2)                  # the geometric middle of the measured runs
+    budget = w.FloatLogSlider(value=middle, base=10, min=lo, max=hi, step=0.05,
+                              description="compute budget C (FLOPs)", readout_format=".2e",
+                              continuous_update=False, style=WIDE, layout=w.Layout(width="560px"))
+    panel = Panel([budget], text_height="110px")
+
+    def draw():
+        here = scaling.at_compute(summary, budget.value)
+        size, tokens, near = here["params"], here["tokens"], here["nearest"]
+
+        def where(p):
+            return "within the measured range" if p["inside"] else "extrapolated beyond the measured range"
+
+        panel.say(f"C = 6·N·D = {budget.value:.2e} FLOPs",
+                  f"size sweep fit:  N = {size['params']:,.0f} non-embedding parameters on {size['tokens']:,} "
+                  f"tokens → predicted {size['loss']:.3f} nats/token ({where(size)})",
+                  f"token sweep fit: {summary['fits']['tokens']['shape']} (N = {tokens['params']:,}) on "
+                  f"{tokens['tokens']:,.0f} tokens → predicted {tokens['loss']:.3f} nats/token ({where(tokens)})",
+                  f"measured, nearest in compute: {near['shape']} on {near['tokens']:,} tokens, C = "
+                  f"{near['flops']:.2e}: {near['valid_nats_per_token']:.3f} nats/token")
+        fig, ax = figure(7.5, 3.8)
+        scaling.plot_compute(summary, ax=ax, flops=budget.value)
+        ax.set_title(f"{summary['profile']} runs: ★ the fits' predictions at {budget.value:.2e} FLOPs", fontsize=9)
+        panel.show(fig)
+
+    budget.observe(panel.update(draw), names="value")
+    panel.update(draw)()
+    return panel.box

@@ -41,6 +41,8 @@ EXPERIMENTS = {  # name -> (module, help)
                "every era on the same tasks, labels and seeds: majority to BERT on pos, trec and rt at 100, 1,000 and all labels (chapter 08)"),
     "flywheel": ("minilib.experiments.flywheel",
                  "GPT fine-tuned at 100 labels from each pretraining snapshot: accuracy vs pretraining tokens seen (chapter 08)"),
+    "scaling": ("minilib.experiments.scaling",
+                "held-out loss vs non-embedding parameters, tokens and compute (6·N·D), power laws fitted beside Kaplan et al. 2020 (chapter 08)"),
     "gpt-zero-shot": ("minilib.experiments.gpt_zero_shot",
                       "GPT as a classifier before fine-tuning, along its pretraining (chapter 06, GPT-1 §5, Fig. 2)"),
 }
