@@ -426,3 +426,18 @@ def test_blank_scores_hide_the_token_from_bert_and_the_right_side_from_the_twin(
     other = words[:blank] + ["the"] * (len(words) - blank)
     b = cloze.blank_scores(bert, ltr, wordpiece, [" ".join(other), sentences[1]], seed=3)
     assert b["ltr_nats"] == pytest.approx(a["ltr_nats"], abs=1e-6) and b["bert_nats"] != pytest.approx(a["bert_nats"])
+
+
+def test_pairs_start_at_every_sentence_and_never_in_shuffled_sentences():
+    from types import SimpleNamespace
+
+    from minilib.data.mlm import document_level
+    from minilib.data.tokenizer import train_wordpiece
+
+    tok = train_wordpiece([d.text for d in TEXTS], 200, min_char_count=1)
+    one_line = "The cat sat on the mat. It purred all night! Did the dog mind? It did not."
+    stream = DocumentStream.from_documents(tok, [one_line, "Markets fell.\nBonds rose."])
+    starts = [tok.decode(stream.ids[a:a + 1].tolist()) for a in stream.line_starts]
+    assert starts == ["the", "it", "did", "it", "markets", "bonds"]           # a start at each sentence
+    docs = [SimpleNamespace(source=s, text="x") for s in ("brown", "mixed", "news")]
+    assert [d.source for d in document_level(docs)] == ["brown", "news"]      # §3.2: document-level text only

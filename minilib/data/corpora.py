@@ -35,6 +35,7 @@ from minilib.data.tokenize import normalize
 
 DEFAULT_SOURCES = ("brown", "news", "sotu", "moby", "wiki", "mixed")
 MIXED_SENTENCES_PER_DOC = 100   # nlp-corpus sentences are shuffled; 100 make a news-article-sized block
+SHUFFLED_SOURCES = ("mixed",)    # sources whose lines are unrelated sentences: no line is "the text that follows"
 
 
 @dataclass(frozen=True)

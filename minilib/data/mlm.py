@@ -1,6 +1,6 @@
 """BERT's pretraining data (Devlin et al. 2018, §3.1): sentence pairs and masked tokens.
 
-    stream = DocumentStream.from_documents(tokenizer, pretraining_corpus("train"))   # ids + line boundaries
+    stream = DocumentStream.from_documents(tokenizer, document_level(pretraining_corpus("train")))  # ids + sentences
     batches = PairBatches(stream, SpecialTokens.of(tokenizer), batch_size=16, max_len=128, steps=1000)
     for batch in batches: ...        # BERTBatch(ids, segments, attention_mask, labels, nsp_labels)
 
@@ -13,8 +13,8 @@ As in the released code, the count per sequence is fixed, max(1, round(0.15 · n
 
 Task #2, next sentence prediction (`PairBatches.sample_pair`): a "sentence" is a span of
 contiguous text (§3: not necessarily a linguistic sentence). Each input is
-`[CLS] a [SEP] b [SEP]`, at most `max_len` tokens: a starts at a line of a document and ends at a
-line boundary (or mid-line, when one line fills the pair); b is, half of the time, the text that
+`[CLS] a [SEP] b [SEP]`, at most `max_len` tokens: a starts at a sentence of a document and ends at a
+sentence boundary (or mid-sentence, when one sentence fills the pair); b is, half of the time, the text that
 really follows a in that document (IsNext, label 0) and otherwise a span from another document
 (NotNext, label 1), as long as the real continuation would have been, so length gives nothing
 away. Unlike the released code, which masked each pair 10 times ahead of training (static), the
@@ -23,12 +23,14 @@ seeded by (seed, epoch): a resumed run draws the same batches.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")   # where a line or a sentence ends: the pairs' cut points
 IGNORE_INDEX = -100   # a label that scores nothing: F.cross_entropy's default (models.transformer uses the same)
 MASK_PROB = 0.15      # §3.1: "we mask 15% of all WordPiece tokens in each sequence at random"
 P_MASK, P_RANDOM = 0.8, 0.1   # §3.1: of the chosen, 80 % [MASK], 10 % a random token, (the rest) 10 % unchanged
@@ -92,13 +94,22 @@ def next_token_labels(ids: torch.Tensor, specials: SpecialTokens) -> torch.Tenso
 
 # ----------------------------------------------------------------------------- Task #2: sentence pairs
 
+def document_level(docs: Iterable) -> list:
+    """The documents whose lines follow one another (§3.2: "it is critical to use a document-level corpus
+    rather than a shuffled sentence-level corpus"): sources of shuffled sentences (data.corpora.SHUFFLED_SOURCES)
+    are left out, or every IsNext pair cut from them would be false."""
+    from minilib.data.corpora import SHUFFLED_SOURCES
+
+    return [d for d in docs if getattr(d, "source", None) not in SHUFFLED_SOURCES]
+
+
 @dataclass
 class DocumentStream:
     """Documents as one token stream with their boundaries: what the pairs are cut from.
 
     ids: every document's tokens, concatenated (int32). doc_bounds: (D + 1,) where each document
-    starts, and the end. line_starts: sorted positions where a line (the corpora's paragraph or
-    sentence, "\\n"-separated) starts; every document start is one.
+    starts, and the end. line_starts: sorted positions where a line starts (from_documents: a sentence,
+    SENTENCE_END); every document start is one.
     """
     ids: np.ndarray
     doc_bounds: np.ndarray
@@ -123,11 +134,15 @@ class DocumentStream:
 
     @classmethod
     def from_documents(cls, tokenizer, docs: Iterable, max_tokens: int | None = None) -> "DocumentStream":
-        """Tokenize documents (objects with .text, or strings) line by line, without special tokens,
-        stopping after the document that reaches `max_tokens` (but not before a second document)."""
+        """Tokenize documents (objects with .text, or strings) sentence by sentence, without special tokens,
+        stopping after the document that reaches `max_tokens` (but not before a second document).
+
+        The "lines" of the stream are sentences (each line cut after . ! or ?), so a pair may start at any
+        sentence of a long paragraph: starts are drawn per sentence, and each source is read about in
+        proportion to its text (a one-line news article would otherwise offer one start, its first words)."""
         out, total = [], 0
         for d in docs:
-            lines = [line for line in getattr(d, "text", d).split("\n") if line.strip()]
+            lines = [line for line in SENTENCE_END.split(getattr(d, "text", d)) if line.strip()]
             hf = getattr(tokenizer, "hf", None)
             ids = ([e.ids for e in hf.encode_batch(lines, add_special_tokens=False)] if hf is not None
                    else [tokenizer.encode(line) for line in lines])

@@ -26,7 +26,7 @@ import torch
 
 from minilib import provenance, runtime
 from minilib.data.corpora import documents_fingerprint
-from minilib.data.mlm import IGNORE_INDEX, DocumentStream, PairBatches, SpecialTokens
+from minilib.data.mlm import IGNORE_INDEX, DocumentStream, PairBatches, SpecialTokens, document_level
 from minilib.data.tokenizer import TOKENIZER_SIZES
 from minilib.models.bert import BERT, BERT_SIZES, OBJECTIVES, bert_config
 from minilib.models.gpt import GPT, GPT_SIZES, gpt_config
@@ -188,7 +188,7 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
     second call with the same arguments resumes where the first stopped; snapshots go to
     `checkpoint_dir/snapshots/`.
     """
-    train_docs, valid_docs = list(train_docs), list(valid_docs)
+    train_docs, valid_docs = document_level(train_docs), document_level(valid_docs)   # §3.2: no shuffled sentences
     t0 = time.time()
     runtime.seed_everything(config.seed)
     specials = SpecialTokens.of(tokenizer)
