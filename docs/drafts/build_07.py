@@ -201,6 +201,32 @@ print(f"held-out NSP accuracy of the shipped BERT: {metas['mlm+nsp']['metrics'][
 """)
 
 md(r"""
+What text do the pairs come from? The paper insists on a *document-level*
+corpus (§3.2, "Pre-training data": long contiguous passages, not shuffled
+sentences), or "the text that follows" means nothing. One of our sources,
+`mixed`, is shuffled sentences, so BERT's pretraining leaves it out
+(`data.mlm.document_level`), and a pair may start at any sentence, so each
+source is read in proportion to its text:
+""")
+
+code(r"""
+from collections import Counter
+
+from minilib.data.mlm import SENTENCE_END, document_level
+
+train_docs = list(data.pretraining_corpus("train"))
+sentences, words = Counter(), Counter()
+for d in document_level(train_docs):
+    sentences[d.source] += sum(1 for x in SENTENCE_END.split(d.text) if x.strip())
+    words[d.source] += len(d.text.split())
+rows = [[src, f"{sentences[src] / sum(sentences.values()):.1%}", f"{words[src] / sum(words.values()):.1%}"]
+        for src in sentences]
+display(Markdown(viz.markdown_table(["source", "pair starts", "words"], rows)))
+left_out = sum(len(d.text.split()) for d in train_docs) - sum(words.values())
+print(f"left out (shuffled sentences): {left_out:,} words; BERT's pairs come from {sum(words.values()):,} words")
+""")
+
+md(r"""
 ## 4. ⏱ Three encoders, pretrained here at GPT's compute
 
 `python -m minilib pretrain bert --objective {mlm+nsp, mlm, ltr}` trained three
