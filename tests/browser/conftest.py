@@ -147,7 +147,9 @@ def lesson(lab, browser_context):
 
 def run_lesson(page, url: str, name: str) -> None:
     """Open lesson `name` in `page`, wait for its kernel to connect, Run All, wait until every cell ran."""
-    page.goto(f"{url}/lab/tree/{name}.ipynb")
+    # ?reset: a fresh workspace, so the lessons opened before this one are not restored as hidden tabs (their
+    # cells would match this lesson's locators, with outputs whose widgets live in no kernel: "model not found")
+    page.goto(f"{url}/lab/tree/{name}.ipynb?reset")
     # wait for the kernel to connect (not for the toolbar's idle mark, which can lag or stick)
     page.wait_for_function(f"""() => {{ const nb = {_PANEL};
         return nb && nb.content && nb.content.widgets.length > 0 && nb.sessionContext.session

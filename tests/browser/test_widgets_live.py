@@ -150,8 +150,10 @@ class Widget:
 
 
 def widget(page, name: str, call: str) -> Widget:
-    """The output area of the code cell that calls `call` (e.g. "widgets.corpus_explorer(")."""
-    cell = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text=call))
+    """The output area of the code cell that calls `call` (e.g. "widgets.corpus_explorer(") in the notebook
+    now shown (another open notebook's cells never match)."""
+    panel = page.locator("#" + page.evaluate("() => window.jupyterapp.shell.currentWidget.id"))
+    cell = panel.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text=call))
     root = cell.locator(".jp-Cell-outputWrapper")
     root.locator(".widget-vbox, .jupyter-widgets").first.wait_for()
     root.scroll_into_view_if_needed()
@@ -214,7 +216,8 @@ def train_and_repeat(w: Widget, label: str = "train this point") -> None:
 # -- one test per widget ----------------------------------------------------------------------------
 def test_corpus_explorer(lesson):
     w = widget(lesson("00-the-map"), "corpus_explorer", "widgets.corpus_explorer(")
-    choose_each_option(w)
+    if w.root.locator("select").first.locator("option").count() > 1:   # lesson 06 shows one model: nothing to pick
+        choose_each_option(w)
     for i in range(REPEAT):
         time.sleep(0.6)
         w.act(f"another passage #{i + 1}", lambda: button(w, "another passage").click(), button="another passage")
@@ -257,7 +260,8 @@ def test_generation_explorer(lesson, name):
     for i, text in enumerate(["the senate voted", "in the morning", "the war", "people are", "it was a",
                               "the new law", "we will", "the city of", "money is", "the first time"][:REPEAT]):
         w.act(f"prompt {text!r}", type_into(w, prompt, text))
-    choose_each_option(w)
+    if w.root.locator("select").first.locator("option").count() > 1:   # lesson 06 shows one model: nothing to pick
+        choose_each_option(w)
     for i in range(REPEAT):
         time.sleep(0.6)
         w.act(f"sample again #{i + 1}", lambda: button(w, "sample again").click(), button="sample again")
