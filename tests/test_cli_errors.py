@@ -32,8 +32,8 @@ def experiment(path, *more):
     return ["experiment", "sample-efficiency", "--task", str(path), "--seeds", "1", *more]
 
 
-def test_a_good_csv_run_prints_its_summary_line(capsys, reviews):
-    code = main(experiment(reviews, "--labels", "10", "--methods", "majority"))
+def test_a_good_csv_run_prints_its_summary_line(capsys, reviews, tmp_path):
+    code = main(experiment(reviews, "--labels", "10", "--methods", "majority", "--results-dir", str(tmp_path)))
     out = capsys.readouterr().out
     assert code == 0 and "sample-efficiency: reviews labels=10 majority_err=" in out
 
