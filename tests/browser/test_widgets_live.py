@@ -216,8 +216,7 @@ def train_and_repeat(w: Widget, label: str = "train this point") -> None:
 # -- one test per widget ----------------------------------------------------------------------------
 def test_corpus_explorer(lesson):
     w = widget(lesson("00-the-map"), "corpus_explorer", "widgets.corpus_explorer(")
-    if w.root.locator("select").first.locator("option").count() > 1:   # lesson 06 shows one model: nothing to pick
-        choose_each_option(w)
+    choose_each_option(w)
     for i in range(REPEAT):
         time.sleep(0.6)
         w.act(f"another passage #{i + 1}", lambda: button(w, "another passage").click(), button="another passage")
@@ -283,6 +282,19 @@ CONTEXT_SENTENCES = [
     "sport | They play tennis every weekend.",
     "theatre | The school play was a great success.",
 ]
+
+
+ATTENTION_CELL = "panel = widgets.Panel([pick"      # lesson 05 builds its attention-map widget in the lesson
+
+
+def test_attention_explorer(lesson):
+    w = widget(lesson("05-transformer"), "attention_explorer", ATTENTION_CELL)
+    choose_each_option(w)                        # the sentence
+    for nth, what in ((0, "layer"), (1, "head")):  # smoke's model may have 2 of each: right, left, right, ...
+        for i in range(REPEAT):
+            key = "ArrowRight" if i % 2 == 0 else "ArrowLeft"
+            w.act(f"{what} slider {key} #{i + 1}", slide(w, nth, key))
+    w.report()
 
 
 def test_contextual_explorer(lesson):
