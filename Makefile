@@ -113,9 +113,11 @@ book-page-test: book browser
 # The page tests, then the live widget suite.
 book-test: book-page-test widget-test
 
-# PNG screenshots of two book pages in book/_build/screenshots/.
-screenshots: book browser
+# PNG screenshots in book/_build/screenshots/: two book pages, and chapter 04's widget after a live point.
+screenshots: book browser data
 	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -p no:cacheprovider tests/browser/test_book.py -k screenshots
+	CHROMIUM=$(CHROMIUM) $(SMOKE) $(BIN)/pytest -q -p no:cacheprovider tests/browser/test_widgets_live.py \
+	  -k "sample_efficiency_explorer and 04"
 
 # Regenerate book/datasheet.md from the cached corpora (needs the data).
 datasheet: data

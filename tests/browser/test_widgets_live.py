@@ -21,11 +21,14 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 REPEAT = 10
+# `make screenshots` also keeps a picture of chapter 04's widget after its live point (beside the book's pages)
+SCREENSHOTS = Path(os.environ.get("BOOK_SCREENSHOTS", Path(__file__).resolve().parents[2] / "book" / "_build" / "screenshots"))
 REDRAW_TIMEOUT_MS = 90_000
 TRAIN_TIMEOUT_MS = 600_000   # the first live point of chapter 03 computes RT features once (minutes)
 SETTLE_S = 0.8               # a redraw is finished when no plot has changed for this long
@@ -331,6 +334,8 @@ def test_sample_efficiency_explorer(lesson, name):
         if not boxes.nth(i).is_checked():
             w.act(f"tick {i}", lambda i=i: boxes.nth(i).click())
     train_and_repeat(w)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    w.root.screenshot(path=str(SCREENSHOTS / f"widget-{name}-after-live-point.png"))
     height = w.root.bounding_box()["height"]
     w.check(height <= 820, f"the widget is {height:.0f} px high: taller than a projected screen")
     w.report()
