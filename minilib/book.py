@@ -44,6 +44,19 @@ FULL_CITATIONS: dict[str, tuple[str, str]] = {
              "arXiv:1802.05365"),
     "GPT": ("Radford, A., Narasimhan, K., Salimans, T., Sutskever, I.", ""),
     "BERT": ("Devlin, J., Chang, M.-W., Lee, K., Toutanova, K.", "arXiv:1810.04805"),
+    # story.AFTERWARDS (chapter 08)
+    "GPT-2": ("Radford, A., Wu, J., Child, R., Luan, D., Amodei, D., Sutskever, I.", ""),
+    "RoBERTa": ("Liu, Y., Ott, M., Goyal, N., Du, J., Joshi, M., Chen, D., Levy, O., Lewis, M., Zettlemoyer, L., "
+                "Stoyanov, V.", "arXiv:1907.11692"),
+    "T5": ("Raffel, C., Shazeer, N., Roberts, A., Lee, K., Narang, S., Matena, M., Zhou, Y., Li, W., Liu, P. J.",
+           "arXiv:1910.10683"),
+    "BERT in Search": ("Nayak, P.", ""),
+    "Scaling laws": ("Kaplan, J., McCandlish, S., Henighan, T., Brown, T. B., Chess, B., Child, R., Gray, S., "
+                     "Radford, A., Wu, J., Amodei, D.", "arXiv:2001.08361"),
+    "GPT-3": ("Brown, T. B., Mann, B., Ryder, N., Subbiah, M., Kaplan, J., Dhariwal, P., Neelakantan, A., Shyam, P., "
+              "Sastry, G., Askell, A., Agarwal, S., Herbert-Voss, A., Krueger, G., Henighan, T., Child, R., Ramesh, A., "
+              "Ziegler, D. M., Wu, J., Winter, C., Hesse, C., Chen, M., Sigler, E., Litwin, M., Gray, S., Chess, B., "
+              "Clark, J., Berner, C., McCandlish, S., Radford, A., Sutskever, I., Amodei, D.", "arXiv:2005.14165"),
 }
 
 POINT_KEYS = ("task", "method", "seed", "error")   # what makes a results JSON a point of a grid

@@ -52,9 +52,30 @@ MILESTONES: tuple[Milestone, ...] = (
               "NAACL 2019", 7),
 )
 
+# What came after the book's road, told (not rebuilt) by chapter 08, which draws them on the same timeline
+# after MILESTONES. BERT in Google Search is a product launch, not a paper: its "paper" is the announcement.
+AFTERWARDS: tuple[Milestone, ...] = (
+    Milestone("2019-02", "GPT-2", "a 1.5B-parameter LM on web text does tasks zero-shot",
+              "Language Models are Unsupervised Multitask Learners", "Radford et al.", "OpenAI 2019", 8),
+    Milestone("2019-07", "RoBERTa", "BERT trained longer on 10x the text, without NSP",
+              "RoBERTa: A Robustly Optimized BERT Pretraining Approach", "Liu et al.", "arXiv 2019", 8),
+    Milestone("2019-10", "T5", "every task as text-to-text; pretraining choices compared at scale",
+              "Exploring the Limits of Transfer Learning with a Unified Text-to-Text Transformer", "Raffel et al.",
+              "JMLR 2020", 8),
+    # the seed essay's dates: US English queries from 2019-10-25, 70+ languages from 2019-12-09
+    Milestone("2019-10", "BERT in Search", "BERT reads English queries in Google Search (US)",
+              "Understanding searches better than ever before", "Nayak", "Google blog 2019", 8),
+    Milestone("2020-01", "Scaling laws", "LM loss falls as a power law in parameters, data and compute",
+              "Scaling Laws for Neural Language Models", "Kaplan et al.", "arXiv 2020", 8),
+    Milestone("2020-05", "GPT-3", "175B parameters: tasks learned from a few examples in the prompt",
+              "Language Models are Few-Shot Learners", "Brown et al.", "NeurIPS 2020", 8),
+)
+
 # The size (inches) at which lesson 00 draws these milestones on one timeline with no two labels
 # overlapping (tests/test_story.py draws it and checks); grow it when a milestone crowds the road.
 TIMELINE_FIGSIZE = (13.0, 4.4)
+# chapter 08's timeline: MILESTONES + AFTERWARDS, 2013–2020 (same test)
+FLYWHEEL_TIMELINE_FIGSIZE = (15.0, 5.2)
 
 CHAPTERS: tuple[tuple[int, str, str], ...] = (
     (0, "00-the-map", "The map: data, profiles, the engine"),

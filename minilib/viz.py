@@ -15,8 +15,10 @@ def _year_fraction(date: str) -> float:
     return int(year) + (int(month) - 1) / 12
 
 
-def timeline(milestones: Sequence[Milestone] = MILESTONES, ax=None):
-    """The 2013–2018 road from static vectors to BERT, one marker per paper, coloured by lesson."""
+def timeline(milestones: Sequence[Milestone] = MILESTONES, ax=None,
+             title: str = "How NLP learned to pretrain: the papers this book retraces"):
+    """The 2013–2018 road from static vectors to BERT, one marker per paper, coloured by lesson.
+    Chapter 08 passes MILESTONES + AFTERWARDS (at story.FLYWHEEL_TIMELINE_FIGSIZE) and its own title."""
     if ax is None:
         _, ax = plt.subplots(figsize=TIMELINE_FIGSIZE)
     xs = [_year_fraction(m.date) for m in milestones]
@@ -45,7 +47,7 @@ def timeline(milestones: Sequence[Milestone] = MILESTONES, ax=None):
     ax.set_yticks([])
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
-    ax.set_title("How NLP learned to pretrain: the papers this book retraces")
+    ax.set_title(title)
     return ax
 
 

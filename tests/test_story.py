@@ -67,18 +67,36 @@ def test_dai_le_and_cove_sit_in_their_chapters():
     assert cove.paper == "Learned in Translation: Contextualized Word Vectors"
 
 
-def test_timeline_labels_do_not_overlap_at_the_lessons_size():
-    fig, ax = plt.subplots(figsize=story.TIMELINE_FIGSIZE)
+@pytest.mark.parametrize("milestones, figsize", [(story.MILESTONES, story.TIMELINE_FIGSIZE),
+                                                  (story.MILESTONES + story.AFTERWARDS, story.FLYWHEEL_TIMELINE_FIGSIZE)],
+                         ids=["lesson-00", "lesson-08"])
+def test_timeline_labels_do_not_overlap_at_the_lessons_size(milestones, figsize):
+    fig, ax = plt.subplots(figsize=figsize)
     try:
-        viz.timeline(ax=ax)
+        viz.timeline(milestones, ax=ax)
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         boxes = [(t.get_text().split("\n")[0], t.get_bbox_patch().get_window_extent(renderer)) for t in ax.texts]
-        assert len(boxes) == len(story.MILESTONES)
+        assert len(boxes) == len(milestones)
         clashes = [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
-        assert not clashes, f"timeline labels overlap at figsize {story.TIMELINE_FIGSIZE}: {clashes}"
+        assert not clashes, f"timeline labels overlap at figsize {figsize}: {clashes}"
         outside = [name for name, box in boxes if not fig.bbox.contains(box.x0, box.y0)
                    or not fig.bbox.contains(box.x1, box.y1)]
         assert not outside, f"labels cut off by the figure: {outside}"
     finally:
         plt.close(fig)
+
+
+def test_afterwards_follow_bert_in_date_order_and_belong_to_chapter_08():
+    dates = [year_month(m) for m in story.AFTERWARDS]
+    assert dates == sorted(dates), [m.date for m in story.AFTERWARDS]
+    assert dates[0] > year_month(story.MILESTONES[-1]), "AFTERWARDS start after the book's last milestone"
+    assert all(2019 <= y <= 2020 for y, _ in dates)
+    names = {m.name for m in story.MILESTONES + story.AFTERWARDS}
+    assert len(names) == len(story.MILESTONES) + len(story.AFTERWARDS), "a name on both lists"
+    for m in story.AFTERWARDS:
+        assert m.lesson == 8, m.name
+        for field in ("name", "idea", "paper", "authors", "venue"):
+            assert getattr(m, field).strip(), f"{m.name}: empty {field}"
+    # the seed essay's launch date of BERT in Google Search (US English queries: 2019-10-25)
+    assert {m.name: m.date for m in story.AFTERWARDS}["BERT in Search"] == "2019-10"
