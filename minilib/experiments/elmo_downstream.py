@@ -214,7 +214,7 @@ def train_head(train_x: dict, train_y: torch.Tensor, test_x: dict, test_y: torch
     model = PooledClassifier({k: tuple(v.shape[1:]) for k, v in train_x.items()}, 2, stats, dropout=config.dropout)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     n = len(train_y)
-    reps = -(-config.min_steps_per_epoch * config.batch_size // n)          # passes per epoch (1 unless n is tiny)
+    reps = grid.repeats_per_epoch(n, config.batch_size, config.min_steps_per_epoch)   # 1 unless n is tiny
     steps = -(-reps * n // config.batch_size) * config.epochs
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: max(0.0, 1 - step / steps))
     curve = []

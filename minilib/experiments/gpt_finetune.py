@@ -146,7 +146,7 @@ def fine_tune_point(task: tasks.Task, idx, seed: int, config, model, tok, word_p
         return ClassificationBatches(seqs, [split.labels[i] for i in which], pad_id=tok.pad_id, **kw)
 
     idx = list(idx)
-    repeat = max(1, -(-config.min_steps_per_epoch * config.batch_size // len(idx)))
+    repeat = grid.repeats_per_epoch(len(idx), config.batch_size, config.min_steps_per_epoch)
     train = batches(task.train, idx * repeat, batch_size=config.batch_size, seed=seed)
     test_idx = list(range(len(task.test)))
     if config.max_test is not None and config.max_test < len(test_idx):

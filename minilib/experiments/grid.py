@@ -67,6 +67,12 @@ def _load_families() -> None:
         importlib.import_module(f"minilib.experiments.{family}")
 
 
+def repeats_per_epoch(n: int, batch_size: int, min_steps_per_epoch: int) -> int:
+    """How often an epoch repeats a sample of n examples so it takes at least min_steps_per_epoch steps:
+    100 labels make ~3 batches of 32, too few steps for any schedule to move the weights."""
+    return max(1, -(-min_steps_per_epoch * batch_size // n))
+
+
 def label_count(n_labels: int | str, n_train: int, what: str = "") -> int:
     """A label count as a number out of `n_train`: "all" is n_train, "20" is 20; anything else
     outside 1..n_train raises, naming `what` (e.g. " for rt")."""

@@ -194,7 +194,7 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
     texts, labels = task.train.texts, task.train.labels
     n = len(idx)
     # a stage ("epoch") of gradual unfreezing sees the sample often enough to take min_steps_per_epoch steps
-    repeat = max(1, -(-config.min_steps_per_epoch * config.batch_size // n))
+    repeat = grid.repeats_per_epoch(n, config.batch_size, config.min_steps_per_epoch)
     train = ClassificationBatches(encode_texts([texts[i] for i in idx], vocab) * repeat,
                                   [labels[i] for i in idx] * repeat, batch_size=config.batch_size, seed=seed)
     test_texts, test_labels = list(task.test.texts), list(task.test.labels)
