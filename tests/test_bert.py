@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -441,3 +442,68 @@ def test_pairs_start_at_every_sentence_and_never_in_shuffled_sentences():
     assert starts == ["the", "it", "did", "it", "markets", "bonds"]           # a start at each sentence
     docs = [SimpleNamespace(source=s, text="x") for s in ("brown", "mixed", "news")]
     assert [d.source for d in document_level(docs)] == ["brown", "news"]      # §3.2: document-level text only
+
+
+# ----------------------------------------------------------------------------- the shipped checkpoints
+
+SHIPPED_BERT = sorted((Path(__file__).parents[1] / "checkpoints").glob("bert*-laptop.pt"))
+
+
+@pytest.mark.skipif(not SHIPPED_BERT, reason="no shipped BERT checkpoint in checkpoints/ yet")
+@pytest.mark.parametrize("path", SHIPPED_BERT, ids=[p.name for p in SHIPPED_BERT])
+@pytest.mark.data
+def test_shipped_bert_remeasures_its_held_out_loss_at_gpts_compute(path, one_thread):
+    """Each shipped encoder: ≤ 30 MB, the objective its name says, GPT laptop's compute (within one step of
+    equal_compute_tokens), and its held-out loss re-measured from the fp16 weights on the same fixed batches."""
+    from minilib import data
+    from minilib.data.mlm import document_level
+    from minilib.models.pretrained import load_pretrained
+    from minilib.recipes.bert import (BERTPretrainConfig, batches_for, default_out, equal_compute_tokens,
+                                      held_out_scores)
+
+    model, tok, meta = load_pretrained(path, "bert")
+    config = BERTPretrainConfig(**meta["config"])
+    assert path.stat().st_size <= 30e6
+    assert default_out("laptop", config.objective).name == path.name
+    m = meta["metrics"]
+    tokens_per_step = config.batch_size * model.cfg.block_size
+    assert abs(m["train_tokens_seen"] - equal_compute_tokens("laptop", config.objective)) <= tokens_per_step
+    valid_docs = document_level(data.pretraining_corpus("valid"))
+    valid_stream = DocumentStream.from_documents(tok, valid_docs, max_tokens=4 * config.valid_batches *
+                                                 config.batch_size * model.cfg.block_size)
+    valid = list(batches_for(valid_stream, SpecialTokens.of(tok), config, config.valid_batches,
+                             model.cfg.block_size, config.seed))
+    scores = held_out_scores(model, valid)
+    assert scores["valid_nats_per_token"] == pytest.approx(m["valid_nats_per_token"], rel=1e-5)
+    if config.objective == "mlm+nsp":
+        assert scores["valid_nsp_accuracy"] == pytest.approx(m["valid_nsp_accuracy"])
+
+
+def test_masked_nats_by_input_splits_the_80_10_10_and_sees_a_copying_model():
+    """A model that only copies its input is perfect on the unchanged 10 % and no better than chance on
+    [MASK]; the split must show exactly that, and the unigram row must be the train counts' -log p."""
+    from minilib.models.bert import BERTOutput
+    from minilib.recipes.bert import masked_nats_by_input
+
+    V = 40
+    specials = SpecialTokens(cls_id=0, sep_id=1, pad_id=2, mask_id=3, vocab_size=V, special_ids=(0, 1, 2, 3))
+    rng = np.random.default_rng(0)
+    docs = [[list(rng.integers(4, V, 12)) for _ in range(6)] for _ in range(8)]
+    stream = DocumentStream.from_token_lists(docs)
+    batches = list(PairBatches(stream, specials, 8, 32, 6, p_random_next=0.0, seed=1))
+
+    class Copier(BERT):
+        def forward(self, idx, segments=None, attention_mask=None, labels=None, nsp_labels=None):
+            rows = labels.reshape(-1) != IGNORE_INDEX
+            logits = torch.full((int(rows.sum()), V), -30.0)
+            shown = idx.reshape(-1)[rows]
+            logits[torch.arange(len(shown)), shown] = 30.0          # all belief on the input token
+            logits[shown == 3] = 0.0                                 # [MASK]: uniform
+            return BERTOutput(None, logits, None, None, None)
+
+    split = masked_nats_by_input(Copier(bert_config(V, "smoke", "mlm")), batches, stream, mask_id=3)
+    assert split["unchanged"] == pytest.approx(0.0, abs=1e-6)
+    assert split["[MASK]"] == pytest.approx(math.log(V), rel=1e-6)
+    assert split["random"] == pytest.approx(60.0, rel=1e-3)              # all belief on the wrong token
+    counts = np.bincount(stream.ids, minlength=V) + 1.0
+    assert min(-np.log(counts / counts.sum())) < split["unigram at [MASK]"] < max(-np.log(counts / counts.sum()))

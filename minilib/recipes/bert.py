@@ -151,6 +151,36 @@ def unigram_nats(train: DocumentStream, batches, vocab_size: int) -> float:
     return float(-logp[labels[labels != IGNORE_INDEX]].mean())
 
 
+@torch.no_grad()
+def masked_nats_by_input(model: BERT, batches, train: DocumentStream, mask_id: int) -> dict[str, float]:
+    """Held-out nats per masked token split by what the input showed at the position (§3.1's 80 / 10 / 10):
+    "[MASK]" (the model must read the context), "random" (a wrong token), "unchanged" (the answer itself),
+    and the unigram guess at the [MASK] positions. A masked LM first learns to copy the unchanged 10 %
+    (that alone takes the overall loss to ~0.9 × unigram); it uses context only once its "[MASK]" row
+    falls below the unigram one."""
+    was_training = model.training
+    model.eval()
+    counts = np.bincount(train.ids, minlength=model.cfg.vocab_size).astype(np.float64) + 1.0
+    neg_logp = torch.from_numpy(-np.log(counts / counts.sum()))
+    sums = dict.fromkeys(("[MASK]", "random", "unchanged", "unigram at [MASK]"), 0.0)
+    ns = dict.fromkeys(sums, 0)
+    try:
+        for batch in batches:
+            rows = batch.labels.reshape(-1) != IGNORE_INDEX
+            labels, shown = batch.labels.reshape(-1)[rows], batch.ids.reshape(-1)[rows]
+            logits = model(batch.ids, batch.segments, batch.attention_mask, batch.labels).mlm_logits
+            nats = torch.nn.functional.cross_entropy(logits.float(), labels, reduction="none")
+            masked = shown == mask_id
+            for key, where, values in (("[MASK]", masked, nats), ("unchanged", shown == labels, nats),
+                                       ("random", ~masked & (shown != labels), nats),
+                                       ("unigram at [MASK]", masked, neg_logp[labels])):
+                sums[key] += float(values[where].sum())
+                ns[key] += int(where.sum())
+    finally:
+        model.train(was_training)
+    return {key: sums[key] / max(ns[key], 1) for key in sums}
+
+
 class HeldOutMLMCurve(HeldOutCurve):
     """GPT's HeldOutCurve for BERT: every `every` steps (and after the last) the held-out loss per labelled
     token (and NSP accuracy) on fixed batches, and an fp16 snapshot. points: [{"step", "tokens",
