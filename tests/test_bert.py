@@ -456,9 +456,8 @@ def test_shipped_bert_remeasures_its_held_out_loss_at_gpts_compute(path, one_thr
     """Each shipped encoder: ≤ 30 MB, the objective its name says, GPT laptop's compute (within one step of
     equal_compute_tokens), and its held-out loss re-measured from the fp16 weights on the same fixed batches."""
     from minilib import data
-    from minilib.data.mlm import document_level
     from minilib.models.pretrained import load_pretrained
-    from minilib.recipes.bert import (BERTPretrainConfig, batches_for, default_out, equal_compute_tokens,
+    from minilib.recipes.bert import (BERTPretrainConfig, default_out, equal_compute_tokens, held_out_batches,
                                       held_out_scores)
 
     model, tok, meta = load_pretrained(path, "bert")
@@ -468,11 +467,7 @@ def test_shipped_bert_remeasures_its_held_out_loss_at_gpts_compute(path, one_thr
     m = meta["metrics"]
     tokens_per_step = config.batch_size * model.cfg.block_size
     assert abs(m["train_tokens_seen"] - equal_compute_tokens("laptop", config.objective)) <= tokens_per_step
-    valid_docs = document_level(data.pretraining_corpus("valid"))
-    valid_stream = DocumentStream.from_documents(tok, valid_docs, max_tokens=4 * config.valid_batches *
-                                                 config.batch_size * model.cfg.block_size)
-    valid = list(batches_for(valid_stream, SpecialTokens.of(tok), config, config.valid_batches,
-                             model.cfg.block_size, config.seed))
+    valid = held_out_batches(tok, data.pretraining_corpus("valid"), config, model.cfg.block_size)
     scores = held_out_scores(model, valid)
     assert scores["valid_nats_per_token"] == pytest.approx(m["valid_nats_per_token"], rel=1e-5)
     if config.objective == "mlm+nsp":
@@ -507,3 +502,36 @@ def test_masked_nats_by_input_splits_the_80_10_10_and_sees_a_copying_model():
     assert split["random"] == pytest.approx(60.0, rel=1e-3)              # all belief on the wrong token
     counts = np.bincount(stream.ids, minlength=V) + 1.0
     assert min(-np.log(counts / counts.sum())) < split["unigram at [MASK]"] < max(-np.log(counts / counts.sum()))
+
+
+def test_bert_plateau_splits_every_snapshot_and_reads_the_twins_curve(tmp_path, monkeypatch, one_thread):
+    from minilib import data
+    from minilib.data.tokenizer import train_wordpiece
+    from minilib.experiments import bert_plateau
+    from minilib.models.pretrained import load_pretrained
+    from minilib.recipes import bert as recipe
+
+    tok = train_wordpiece([d.text for d in TEXTS], 200, min_char_count=1)
+    paths = {}
+    for objective in ("mlm+nsp", "mlm", "ltr"):
+        cfg = recipe.BERTPretrainConfig.for_profile("smoke", objective, steps=4, batch_size=4, eval_every=2,
+                                                    valid_batches=2)
+        paths[objective] = tmp_path / recipe.default_out("laptop", objective).name
+        recipe.pretrain_bert(cfg, TEXTS, TEXTS[:8], paths[objective], tok, progress=False, log=lambda *_: None,
+                             checkpoint_dir=tmp_path / "runs" / paths[objective].stem)
+    monkeypatch.setattr(bert_plateau, "_checkpoint", lambda profile, objective: paths[objective])
+    monkeypatch.setattr(data, "pretraining_corpus", lambda split, max_words=None: TEXTS if split == "train" else TEXTS[:8])
+    result = bert_plateau.run("laptop", tmp_path / "runs", write=False, log=None)
+    for objective in ("mlm+nsp", "mlm"):
+        rows = result["masked"][objective]
+        assert [r["step"] for r in rows] == [0, 2, 4] and [r["tokens"] for r in rows] == [0, 2 * 4 * 64, 4 * 4 * 64]
+        assert rows[0]["[MASK]"] != rows[-1]["[MASK]"]                          # each snapshot's own weights
+        # the last snapshot file, loaded with its tied decoder, scores exactly as the shipped checkpoint
+        model = bert_plateau.snapshot_bert(tmp_path / "runs" / paths[objective].stem / "snapshots/step-000004.pt",
+                                           load_pretrained(paths[objective], "bert").model.cfg)
+        pre = load_pretrained(paths[objective], "bert")
+        valid = recipe.held_out_batches(tok, TEXTS[:8], recipe.BERTPretrainConfig(**pre.meta["config"]), 64)
+        again = recipe.masked_nats_by_input(model, valid, DocumentStream.from_documents(tok, TEXTS), tok.mask_id)
+        assert again == pytest.approx({k: v for k, v in rows[-1].items() if k not in ("step", "tokens")})
+    assert [p["step"] for p in result["ltr"]] == [0, 2, 4]
+    assert bert_plateau.summary_line(result).startswith("bert-plateau: tokens=1024 mlm+nsp_mask_nats=")

@@ -43,6 +43,8 @@ EXPERIMENTS = {  # name -> (module, help)
                  "GPT fine-tuned at 100 labels from each pretraining snapshot: accuracy vs pretraining tokens seen (chapter 08)"),
     "scaling": ("minilib.experiments.scaling",
                 "held-out loss vs non-embedding parameters, tokens and compute (6·N·D), power laws fitted beside Kaplan et al. 2020 (chapter 08)"),
+    "bert-plateau": ("minilib.experiments.bert_plateau",
+                     "BERT's held-out loss along its pretraining split by what the input shows ([MASK], random, the answer) beside the left-to-right twin (chapter 07)"),
     "compute": ("minilib.experiments.compute",
                 "training FLOPs (6·N·D) of each shipped model's pretraining against one fine-tuning run, beside BERT's and GPT-3's (chapter 08)"),
     "gpt-zero-shot": ("minilib.experiments.gpt_zero_shot",

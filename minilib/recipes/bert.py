@@ -26,7 +26,7 @@ import torch
 
 from minilib import provenance, runtime
 from minilib.data.corpora import documents_fingerprint
-from minilib.data.mlm import IGNORE_INDEX, DocumentStream, PairBatches, SpecialTokens, document_level
+from minilib.data.mlm import IGNORE_INDEX, BERTBatch, DocumentStream, PairBatches, SpecialTokens, document_level
 from minilib.data.tokenizer import TOKENIZER_SIZES
 from minilib.models.bert import BERT, BERT_SIZES, OBJECTIVES, bert_config
 from minilib.models.gpt import GPT, GPT_SIZES, gpt_config
@@ -97,6 +97,14 @@ def batches_for(stream: DocumentStream, specials: SpecialTokens, config: BERTPre
                        target="next" if config.objective == "ltr" else "mlm",
                        p_random_next=0.5 if config.objective == "mlm+nsp" else 0.0,
                        mask_prob=config.mask_prob, seed=seed)
+
+
+def held_out_batches(tokenizer, valid_docs, config: BERTPretrainConfig, block_size: int) -> list[BERTBatch]:
+    """The fixed held-out batches a run scores itself on (drawn once: the same pairs and masks every time),
+    from the document-level valid text; a shipped checkpoint's config rebuilds them exactly."""
+    valid_tokens = 4 * config.valid_batches * config.batch_size * block_size   # room for the pairs to vary
+    stream = DocumentStream.from_documents(tokenizer, document_level(valid_docs), max_tokens=valid_tokens)
+    return list(batches_for(stream, SpecialTokens.of(tokenizer), config, config.valid_batches, block_size, config.seed))
 
 
 # ----------------------------------------------------------------------------- training pieces
@@ -225,10 +233,8 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
     model = BERT(bert_config(tokenizer.vocab_size, config.profile, config.objective))
     T = model.cfg.block_size
     train_stream = DocumentStream.from_documents(tokenizer, train_docs)
-    valid_tokens = 4 * config.valid_batches * config.batch_size * T   # room for the held-out pairs to vary
-    valid_stream = DocumentStream.from_documents(tokenizer, valid_docs, max_tokens=valid_tokens)
     train = batches_for(train_stream, specials, config, config.steps, T, config.seed)
-    valid = list(batches_for(valid_stream, specials, config, config.valid_batches, T, config.seed))  # drawn once
+    valid = held_out_batches(tokenizer, valid_docs, config, T)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     curve = HeldOutMLMCurve(model, valid, config.eval_every, config.batch_size * T,
                             checkpoint_dir / "snapshots" if checkpoint_dir else None, log=log)

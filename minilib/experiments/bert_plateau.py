@@ -1,0 +1,150 @@
+"""Chapter 07's look inside BERT's pretraining: what a masked LM learns first, measured along its snapshots.
+
+§3.1's 80 / 10 / 10 rule gives three kinds of scored position: the input shows [MASK] (only the context can
+tell the answer), a random token, or the answer itself. Scoring each kind apart on the run's own held-out
+batches, at every pretraining snapshot, shows the order in which the masked LM learns: copying the unchanged
+10 % comes first and alone takes the overall loss to ~0.9 × the unigram loss; the [MASK] rows fall below
+the unigram guess only when the model starts reading its neighbours — the plateau and "sudden drop" of MLM
+training (Chen et al. 2024; Gopalani et al. 2024 see the same copy-first phase). The left-to-right twin of
+the same size and compute, whose next-token target needs no attention to beat the unigram (the current token
+is at its own position), is the reference curve.
+
+    python -m minilib experiment bert-plateau [--snapshots DIR]   # results/bert-plateau-<profile>.json
+    bert-plateau: tokens=… mlm+nsp_mask_nats=… mlm_mask_nats=… unigram_at_mask=… mlm+nsp_unchanged_nats=… ltr_next_nats=…
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from minilib import provenance, runtime
+from minilib.runtime import UsageError
+
+RESULTS_DIR = provenance.REPO_ROOT / "results"
+MASKED = ("mlm+nsp", "mlm")          # the objectives whose masked positions are split
+REFERENCE = "ltr"                    # the twin read from its JSON's curve
+
+
+def _checkpoint(profile: str, objective: str) -> Path:
+    from minilib.recipes.bert import default_out
+
+    return default_out("laptop" if profile == "smoke" else profile, objective)
+
+
+def snapshot_bert(path: str | Path, cfg):
+    """A BERT with the snapshot's weights (fp16 on disk, the tied decoder stored once), float32, eval mode."""
+    from minilib.models.bert import BERT
+    from minilib.models.pretrained import KINDS
+
+    state = {k: v.float() for k, v in torch.load(path, map_location="cpu", weights_only=True).items()}
+    for weight, source in KINDS["bert"].tied.items():
+        state.setdefault(weight, state[source])
+    model = BERT(cfg)
+    model.load_state_dict(state)
+    return model.eval()
+
+
+def split_curve(objective: str, profile: str, snapshot_dir: str | Path | None = None, log=print) -> list[dict]:
+    """recipes.bert.masked_nats_by_input at every snapshot of the objective's shipped run, on its held-out batches."""
+    from minilib import data
+    from minilib.data.mlm import DocumentStream, SpecialTokens, document_level
+    from minilib.experiments.flywheel import snapshots
+    from minilib.models.pretrained import load_pretrained
+    from minilib.recipes.bert import BERTPretrainConfig, held_out_batches, masked_nats_by_input
+
+    checkpoint = _checkpoint(profile, objective)
+    folder = Path(snapshot_dir) / checkpoint.stem / "snapshots" if snapshot_dir else None
+    pre = load_pretrained(checkpoint, "bert")
+    config = BERTPretrainConfig(**pre.meta["config"])
+    valid = held_out_batches(pre.vocab, data.pretraining_corpus("valid"), config, pre.model.cfg.block_size)
+    train_words = None if profile != "smoke" else 60_000
+    train = DocumentStream.from_documents(pre.vocab, document_level(data.pretraining_corpus("train", max_words=train_words)))
+    mask_id = SpecialTokens.of(pre.vocab).mask_id
+    rows = []
+    for snap in snapshots(checkpoint, folder):
+        model = pre.model if snap.source == checkpoint else snapshot_bert(snap.source, pre.model.cfg)
+        split = masked_nats_by_input(model, valid, train, mask_id)
+        rows.append({"step": snap.step, "tokens": snap.tokens, **split})
+        if log:
+            log(f"{objective} at {snap.tokens:,} tokens: [MASK] {split['[MASK]']:.3f}, unchanged "
+                f"{split['unchanged']:.3f}, random {split['random']:.3f} nats (unigram at [MASK] "
+                f"{split['unigram at [MASK]']:.3f})")
+    return rows
+
+
+def run(profile: str | None = None, snapshot_dir: str | Path | None = None, write: bool = True, log=print) -> dict:
+    prof = profile or runtime.profile()
+    t0 = time.time()
+    curves = {objective: split_curve(objective, prof, snapshot_dir, log) for objective in MASKED}
+    ltr_meta = json.loads(_checkpoint(prof, REFERENCE).with_suffix(".json").read_text())
+    result = {"experiment": "bert-plateau", "profile": prof, "masked": curves,
+              "ltr": [{"step": p["step"], "tokens": p["tokens"], "next_nats": p["valid_nats_per_token"]}
+                      for p in ltr_meta["metrics"]["curve"]],
+              "ltr_unigram": ltr_meta["metrics"]["unigram_nats_per_token"],
+              "seconds": round(time.time() - t0, 1), "provenance": provenance.stamp()}
+    if write:
+        provenance.write_json(RESULTS_DIR / f"bert-plateau-{prof}.json", result)
+    return result
+
+
+def cached_result(profile: str | None = None) -> dict | None:
+    path = RESULTS_DIR / f"bert-plateau-{profile or runtime.profile()}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def plot(result: dict, ax=None):
+    """Held-out nats vs pretraining tokens: each masked objective's [MASK] and unchanged rows, the unigram guess
+    at [MASK] (dashed) and the left-to-right twin's next-token loss."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 4.2))
+    for (objective, rows), colour in zip(result["masked"].items(), ("C0", "C2")):
+        tokens = [r["tokens"] / 1e6 for r in rows]
+        ax.plot(tokens, [r["[MASK]"] for r in rows], "o-", color=colour, label=f"{objective}: input shows [MASK]")
+        ax.plot(tokens, [r["unchanged"] for r in rows], "s:", color=colour, alpha=0.6,
+                label=f"{objective}: input shows the answer")
+    first = next(iter(result["masked"].values()))
+    ax.plot([r["tokens"] / 1e6 for r in first], [r["unigram at [MASK]"] for r in first], "k--",
+            label="unigram guess at [MASK]")
+    ax.plot([p["tokens"] / 1e6 for p in result["ltr"]], [p["next_nats"] for p in result["ltr"]], "^-",
+            color="C3", label="left-to-right twin: next token")
+    ax.set_xlabel("pretraining tokens (millions)")
+    ax.set_ylabel("held-out nats per predicted token")
+    ax.set_ylim(0, 10)
+    ax.legend(fontsize=8)
+    ax.set_title("What a masked LM learns first: to copy")
+    return ax
+
+
+def summary_line(result: dict) -> str:
+    parts = [f"tokens={next(iter(result['masked'].values()))[-1]['tokens']}"]
+    for objective, rows in result["masked"].items():
+        parts.append(f"{objective}_mask_nats={rows[-1]['[MASK]']:.3f}")
+    last = next(iter(result["masked"].values()))[-1]
+    parts.append(f"unigram_at_mask={last['unigram at [MASK]']:.3f}")
+    parts += [f"{objective}_unchanged_nats={rows[-1]['unchanged']:.3f}" for objective, rows in result["masked"].items()]
+    parts.append(f"ltr_next_nats={result['ltr'][-1]['next_nats']:.3f}")
+    return "bert-plateau: " + " ".join(parts)
+
+
+def cli_arguments(p, name: str) -> None:
+    p.add_argument("--profile", choices=runtime.PROFILES, default=None,
+                   help="sizes (default: $MINILIB_PROFILE or the device's default)")
+    p.add_argument("--snapshots", type=Path, default=None,
+                   help="the folder holding each run's <checkpoint name>/snapshots/ (default: .cache/pretrain)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+
+
+def cli_run(args, name: str) -> int:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        print(summary_line(run(args.profile, args.snapshots)))
+    except FileNotFoundError as exc:
+        raise UsageError(f"{exc.filename}: pretrain the three encoders first (python -m minilib pretrain bert "
+                         f"--objective mlm+nsp|mlm|ltr)") from None
+    return 0
