@@ -754,3 +754,103 @@ def scaling_explorer(summary: dict) -> w.VBox:
     budget.observe(panel.update(draw), names="value")
     panel.update(draw)()
     return panel.box
+
+
+# -- chapter 08: the league -------------------------------------------------------------------------
+def league_explorer(grid_profile: str = "laptop", results_dir=None) -> w.VBox:
+    """Chapter 08: one column of the league at a time. Pick a task and a label count: every era's cached
+    test error (mean ± std over its seeds, `grid_profile`'s grid) shows at once as a bar, the simple
+    baselines hatched and the best of the column starred; an era that has not run says why. Pick an era and
+    a seed and "train this point" trains it live through the one grid runner at the current profile's sizes:
+    a ring on that era's bar, its own line, never in the cached mean (a cached point answers at once)."""
+    from minilib import tasks as task_registry
+    from minilib.experiments import grid as grid_runner
+    from minilib.experiments import league
+    from minilib.experiments import sample_efficiency as se
+
+    live_profile = runtime.profile()
+    columns = league.table(grid_profile, results_dir=results_dir)   # the cached league, read once
+    label_options = list(dict.fromkeys(c["labels"] for c in columns))
+    task = w.Dropdown(options=list(league.TASKS), value=league.TASKS[0], description="task")
+    labels = w.SelectionSlider(options=[(str(n), n) for n in label_options], value=label_options[0],
+                               description="labels")
+    era = w.Dropdown(description="era", style=WIDE)
+    seed = w.BoundedIntText(value=len(league.SEEDS), min=0, max=99, description="seed", layout=w.Layout(width="160px"))
+    live_training = LiveTraining()
+    panel = Panel([w.HBox([task, labels]), w.HBox([era, seed, *live_training.controls])], progress=True,
+                  text_height="150px")
+    live: list[dict] = []       # points trained in this panel, at the live profile: never in the cached means
+    panel.progress(0, 1, live_training.note(live_profile) if live_training.opt_in is not None else
+                   f"'train this point' trains at {live_profile} sizes, shown apart from the {grid_profile} league")
+
+    def column():
+        return [c for c in columns if c["task"] == task.value and c["labels"] == labels.value]
+
+    def runnable_eras():
+        keep = era.value
+        era.options = [(c["era"], c["method"]) for c in column() if c["reason"] in (None, "not run")] or [("—", None)]
+        methods = [m for _, m in era.options]
+        era.value = keep if keep in methods else methods[0]
+
+    def draw():
+        cells = column()
+        lines = []
+        for c in cells:
+            if c["error"] is not None:
+                lines.append(f"{c['era']:13s} {c['method']:12s} error {c['error']:.1%} ± {c['error_std']:.1%} "
+                             f"({c['seeds']} seed{'s' * (c['seeds'] > 1)}){'  ★ best' if c['best'] else ''}")
+            else:
+                lines.append(f"{c['era']:13s} {c['method'] or '':12s} {'— ' + c['reason']}")
+        for p in live:
+            if p["task"] == task.value and p["labels"] == labels.value:
+                lines.append(f"{'':13s} {p['method']:12s} error {p['error']:.1%} (seed {p['seed']}, trained here "
+                             f"at {live_profile} sizes, not in the mean)")
+        panel.say(*lines)
+        fig, ax = figure(7.5, 3.9)
+        shown = [c for c in cells if c["error"] is not None]
+        ys = range(len(shown))
+        for y, c in zip(ys, shown):
+            baseline = c["method"] in league.BASELINES
+            ax.barh(y, c["error"] * 100, xerr=c["error_std"] * 100, color="0.8" if baseline else "tab:blue",
+                    hatch="//" if baseline else None, edgecolor="0.4", capsize=3)
+            ax.text(c["error"] * 100 + c["error_std"] * 100 + 0.5, y, f"{c['error']:.1%}" + (" ★" if c["best"] else ""),
+                    va="center", fontsize=8)
+        rows = {c["method"]: y for y, c in zip(ys, shown)}
+        for p in live:
+            if p["task"] == task.value and p["labels"] == labels.value and p["method"] in rows:
+                ax.scatter([p["error"] * 100], [rows[p["method"]]], s=90, facecolors="none", edgecolors="tab:red",
+                           linewidths=2, zorder=5)
+        ax.set_yticks(list(ys), [c["era"] for c in shown])
+        ax.invert_yaxis()
+        ax.set_xlabel("test error (%)")
+        ax.set_title(f"{task.value}, {labels.value} labels: cached {grid_profile} league (hatched: baselines; "
+                     f"rings: trained here)", fontsize=9)
+        if not shown:
+            ax.text(0.5, 0.5, "nothing cached for this column yet", ha="center", va="center", transform=ax.transAxes)
+        panel.show(fig)
+
+    def train_point():
+        method = era.value
+        if method is None:
+            panel.say("no era of this column can run here")
+            return
+        what = f"{method}, {task.value}, {labels.value} labels, seed {seed.value}"
+        fits = se.SIZES[live_profile].clf_epochs if method in se.RECIPES else 1
+        panel.progress(0, 1, f"{what}: training …")
+        row = grid_runner.run_point(task_registry.get(task.value), labels.value, method, seed.value,
+                                    callbacks=[_training_callback(panel, 0, 1, what, fits)], results_dir=results_dir)
+        live[:] = [p for p in live if (p["task"], p["labels"], p["method"], p["seed"]) !=
+                   (task.value, labels.value, method, seed.value)]
+        live.append({**row, "labels": labels.value})
+        panel.progress(1, 1, f"{what}: test error {row['error']:.1%} ({row['seconds']:.0f} s)")
+        draw()
+
+    def on_column():
+        runnable_eras()
+        draw()
+
+    task.observe(panel.update(on_column), names="value")
+    labels.observe(panel.update(on_column), names="value")
+    live_training.on_click(panel, train_point, live_profile)
+    panel.update(on_column)()
+    return panel.box

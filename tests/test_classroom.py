@@ -87,7 +87,26 @@ def _downstream(monkeypatch, trained):
     return panel, "accuracy 61.0% ± 1.0% (3 seeds, cached laptop grid)"
 
 
-TRAINING_WIDGETS = {"sample_efficiency_explorer": _sample_efficiency, "downstream_explorer": _downstream}
+def _league(monkeypatch, trained):
+    from minilib.experiments import grid as grid_runner
+    from minilib.experiments import league
+
+    cells = [{"task": t, "labels": n, "n_labels": n if n != grid.ALL else 8000, "era": era, "method": m,
+              "error": 0.31 if m != "bert" else None, "error_std": 0.008 if m != "bert" else None,
+              "seeds": 3 if m != "bert" else 0, "best": m == "gpt", "reason": None if m != "bert" else "not run"}
+             for t in league.TASKS for n in league.LABELS for era, m in league.SENTENCE.items()]
+    monkeypatch.setattr(league, "table", lambda *a, **k: cells)
+
+    def fake_run_point(task, n_labels, method, seed, *a, **k):
+        trained.append((method, n_labels, seed))
+        return {"task": task.name, "method": method, "n_labels": 100, "seed": seed, "error": 0.9, "seconds": 1.0}
+
+    monkeypatch.setattr(grid_runner, "run_point", fake_run_point)
+    return widgets.league_explorer(grid_profile="laptop"), "error 31.0% ± 0.8% (3 seeds)"
+
+
+TRAINING_WIDGETS = {"sample_efficiency_explorer": _sample_efficiency, "downstream_explorer": _downstream,
+                    "league_explorer": _league}
 
 
 @pytest.mark.parametrize("name", sorted(TRAINING_WIDGETS))

@@ -404,3 +404,36 @@ def test_cloze_explorer_shows_both_models_per_blank_and_explains_bad_input():
     box.value = "[MASK] cat sat ."                                        # one blank again, at the very start
     assert list(blank.options) == [1] and "blank 2" not in text(panel) and "⚠" not in text(panel)
     plot_pixels(panel)
+
+
+def test_league_explorer_shows_each_column_from_the_cache_and_trains_a_point_apart(monkeypatch):
+    from minilib.experiments import league
+
+    cells = [{"task": t, "labels": n, "n_labels": 100, "era": era, "method": m,
+              "error": None if m == "bert" else 0.2 + 0.01 * i + (0.1 if t == "rt" else 0.0),
+              "error_std": None if m == "bert" else 0.01, "seeds": 0 if m == "bert" else 3, "best": i == 0,
+              "reason": "not run" if m == "bert" else None}
+             for t in league.TASKS for n in league.LABELS for i, (era, m) in enumerate(league.SENTENCE.items())]
+    monkeypatch.setattr(league, "table", lambda *a, **k: cells)
+    trained = []
+
+    def fake_run_point(task, n_labels, method, seed, *, callbacks=(), **_):
+        trained.append((task.name, n_labels, method, seed))
+        return {"task": task.name, "method": method, "n_labels": 100, "seed": seed, "error": 0.5, "seconds": 2.0}
+
+    monkeypatch.setattr(grid, "run_point", fake_run_point)
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    panel = widgets.league_explorer()
+    assert_fits(panel)
+    first = plot_pixels(panel)
+    shown = text(panel)
+    assert "majority" in shown and "error 20.0% ± 1.0% (3 seeds)  ★ best" in shown and "bert" in shown
+    assert "— not run" in shown                                  # the era with no points says so
+    part(panel, w.Dropdown, "task").value = "rt"
+    assert "error 30.0% ± 1.0% (3 seeds)" in text(panel)
+    assert not np.array_equal(first, plot_pixels(panel))         # the redraw is the new column
+    part(panel, w.Dropdown, "era").value = "gpt"
+    part(panel, w.Button, "train this point").click()
+    assert trained == [("rt", league.LABELS[0], "gpt", len(league.SEEDS))]
+    assert "error 50.0% (seed 3, trained here at smoke sizes, not in the mean)" in text(panel)
+    assert "error 30.0% ± 1.0% (3 seeds)" in text(panel)        # the cached mean is unchanged
