@@ -101,19 +101,27 @@ def _seconds(meta: dict) -> float | None:
     return meta.get("metrics", {}).get("seconds") or meta.get("train_seconds")
 
 
-def gpt_fine_tuning(profile: str, tasks_=FINE_TUNE_TASKS, labels=FINE_TUNE_LABELS) -> list[dict]:
-    """FLOPs of one `gpt` grid point per task and label count, with the recipe the grid runs (FINE_TUNING)."""
+# each fine-tuned family: its method, its config, its tokenizer, and the markers its input adds to a text
+FINE_TUNED = {"gpt": ("minilib.experiments.gpt_finetune", "gpt", "bpe", 2),          # start · text · extract
+              "bert": ("minilib.experiments.bert_finetune", "bert", "wordpiece", 2)}  # [CLS] text [SEP]
+
+
+def fine_tuning(model: str, profile: str, tasks_=FINE_TUNE_TASKS, labels=FINE_TUNE_LABELS) -> list[dict]:
+    """Examples and tokens of one grid point of `model`'s fine-tuning method (gpt, bert) per task and label
+    count, with the recipe the grid runs (its FINE_TUNING), each text cut to the context as the classifier cuts it."""
+    import importlib
+
     from minilib import tasks
     from minilib.data.tokenizer import pretrained_tokenizer
-    from minilib.experiments import gpt_finetune, grid
+    from minilib.experiments import grid
 
-    config = gpt_finetune.method_config("gpt", profile)
-    tok = pretrained_tokenizer("bpe", "laptop" if profile == "smoke" else profile)
+    module, method, tokenizer, markers = FINE_TUNED[model]
+    config = importlib.import_module(module).method_config(method, profile)
+    tok = pretrained_tokenizer(tokenizer, "laptop" if profile == "smoke" else profile)
     rows = []
     for name in tasks_:
         task = tasks.get(name)
-        # start · text · extract (GPT-1 §3.3), cut to the context as the classifier cuts it
-        lengths = [min(len(tok.encode(t)) + 2, 128) for t in task.train.texts]
+        lengths = [min(len(tok.encode(t)) + markers, 128) for t in task.train.texts]
         mean_len = sum(lengths) / len(lengths)
         for n in labels:
             n_labels = grid.label_count(n, len(task.train))
@@ -130,19 +138,22 @@ def run(profile: str | None = None, write: bool = True, log=print) -> dict:
               "pretraining": {k: {kk: vv for kk, vv in v.items() if kk != "path"} for k, v in shipped.items()},
               "fine_tuning": {}, "papers": [{"name": p.name, "params": p.params, "tokens": p.tokens, "flops": p.flops,
                                              "reported_flops": p.reported_flops, "source": p.source} for p in PAPERS]}
-    if "gpt" in shipped:
-        n = shipped["gpt"]["params"]   # the classifier's linear head adds n_embd·classes: < 0.1 % of N
-        rows = gpt_fine_tuning(prof)
+    for model in FINE_TUNED:
+        if model not in shipped:
+            continue
+        n = shipped[model]["params"]   # the classifier's linear head adds n_embd·classes: < 0.1 % of N
+        rows = fine_tuning(model, prof)
         for r in rows:
             r["flops"] = 6 * n * r["tokens"]
-            r["pretraining_multiple"] = shipped["gpt"]["flops"] / r["flops"]
-        result["fine_tuning"]["gpt"] = rows
+            r["pretraining_multiple"] = shipped[model]["flops"] / r["flops"]
+        result["fine_tuning"][model] = rows
     if log:
         for name, r in result["pretraining"].items():
             log(f"{name}: N={r['params']:,} non-embedding parameters, D={r['tokens']:,} tokens, C={r['flops']:.2e} FLOPs")
-        for r in result["fine_tuning"].get("gpt", []):
-            log(f"gpt fine-tuned on {r['task']} with {r['labels']} labels: {r['examples']:,} examples, "
-                f"{r['tokens']:,} tokens, C={r['flops']:.2e} FLOPs = pretraining / {r['pretraining_multiple']:,.0f}")
+        for model, rows in result["fine_tuning"].items():
+            for r in rows:
+                log(f"{model} fine-tuned on {r['task']} with {r['labels']} labels: {r['examples']:,} examples, "
+                    f"{r['tokens']:,} tokens, C={r['flops']:.2e} FLOPs = pretraining / {r['pretraining_multiple']:,.0f}")
         for p in result["papers"]:
             log(f"{p['name']}: N={p['params']:.3g}, D={p['tokens']:.3g}, C={p['flops']:.2e} FLOPs ({p['source']})")
     result["provenance"] = provenance.stamp()
@@ -153,9 +164,8 @@ def run(profile: str | None = None, write: bool = True, log=print) -> dict:
 
 def summary_line(result: dict) -> str:
     parts = [f"{name}_pretrain_flops={r['flops']:.3g}" for name, r in result["pretraining"].items()]
-    for r in result["fine_tuning"].get("gpt", []):
-        if r["labels"] == 100:
-            parts.append(f"gpt_{r['task']}_n100_flops={r['flops']:.3g}")
+    for model, rows in result["fine_tuning"].items():
+        parts += [f"{model}_{r['task']}_n100_flops={r['flops']:.3g}" for r in rows if r["labels"] == 100]
     gpt = result["pretraining"].get("gpt")
     if gpt:
         parts += [f"{p['name'].split()[0].lower()}_over_gpt={p['flops'] / gpt['flops']:.3g}" for p in result["papers"]]
