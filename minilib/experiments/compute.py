@@ -162,6 +162,12 @@ def run(profile: str | None = None, write: bool = True, log=print) -> dict:
     return result
 
 
+def cached_result(profile: str | None = None) -> dict | None:
+    """results/compute-<profile>.json, or None before `experiment compute` has run."""
+    path = RESULTS_DIR / f"compute-{profile or runtime.profile()}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
 def summary_line(result: dict) -> str:
     parts = [f"{name}_pretrain_flops={r['flops']:.3g}" for name, r in result["pretraining"].items()]
     for model, rows in result["fine_tuning"].items():
