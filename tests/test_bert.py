@@ -520,6 +520,7 @@ def test_bert_plateau_splits_every_snapshot_and_reads_the_twins_curve(tmp_path, 
         recipe.pretrain_bert(cfg, TEXTS, TEXTS[:8], paths[objective], tok, progress=False, log=lambda *_: None,
                              checkpoint_dir=tmp_path / "runs" / paths[objective].stem)
     monkeypatch.setattr(bert_plateau, "_checkpoint", lambda profile, objective: paths[objective])
+    monkeypatch.setitem(bert_plateau.PROBE_SENTENCES, "laptop", 30)
     monkeypatch.setattr(data, "pretraining_corpus", lambda split, max_words=None: TEXTS if split == "train" else TEXTS[:8])
     result = bert_plateau.run("laptop", tmp_path / "runs", write=False, log=None)
     for objective in ("mlm+nsp", "mlm"):
@@ -534,4 +535,29 @@ def test_bert_plateau_splits_every_snapshot_and_reads_the_twins_curve(tmp_path, 
         again = recipe.masked_nats_by_input(model, valid, DocumentStream.from_documents(tok, TEXTS), tok.mask_id)
         assert again == pytest.approx({k: v for k, v in rows[-1].items() if k not in ("step", "tokens")})
     assert [p["step"] for p in result["ltr"]] == [0, 2, 4]
+    assert set(result["pos_probe"]) == {"mlm+nsp", "mlm", "ltr"}
+    assert all([r["step"] for r in rows] == [0, 2, 4] and all(0 < r["pos_probe_accuracy"] <= 1 for r in rows)
+               for rows in result["pos_probe"].values())
     assert bert_plateau.summary_line(result).startswith("bert-plateau: tokens=1024 mlm+nsp_mask_nats=")
+
+
+def test_word_states_read_each_words_first_piece_or_its_last():
+    from minilib.experiments.bert_plateau import word_states
+
+    class Tok:
+        cls_id, sep_id, unk_id = 1, 2, 3
+        pieces = {"un": [10], "believ": [11, 12], "able": [13]}
+
+        def encode(self, word):
+            return self.pieces[word]
+
+    class Echo(BERT):        # each position's "state" is its own index, to read which one was taken
+        def hidden(self, idx, segments=None, attention_mask=None):
+            return torch.arange(idx.shape[1], dtype=torch.float32)[None, :, None].expand(1, -1, 2)
+
+    model = Echo(bert_config(20, "smoke", "mlm"))
+    first, used = word_states(model, Tok(), [["un", "believ", "able"]], last_piece=False)
+    last, _ = word_states(model, Tok(), [["un", "believ", "able"]], last_piece=True)
+    assert first[:, 0].tolist() == [1, 2, 4] and last[:, 0].tolist() == [1, 3, 4] and used == [0]
+    too_long, used = word_states(model, Tok(), [["believ"] * 40], last_piece=False)
+    assert used == [] and len(too_long) == 0

@@ -7,10 +7,11 @@ batches, at every pretraining snapshot, shows the order in which the masked LM l
 the unigram guess only when the model starts reading its neighbours — the plateau and "sudden drop" of MLM
 training (Chen et al. 2024; Gopalani et al. 2024 see the same copy-first phase). The left-to-right twin of
 the same size and compute, whose next-token target needs no attention to beat the unigram (the current token
-is at its own position), is the reference curve.
+is at its own position), is the reference curve. Beside it, what the frozen top layer of each encoder knows
+about a word's part of speech (a linear probe, as chapter 03 probed ELMo), snapshot by snapshot.
 
     python -m minilib experiment bert-plateau [--snapshots DIR]   # results/bert-plateau-<profile>.json
-    bert-plateau: tokens=… mlm+nsp_mask_nats=… mlm_mask_nats=… unigram_at_mask=… mlm+nsp_unchanged_nats=… ltr_next_nats=…
+    bert-plateau: tokens=… mlm+nsp_mask_nats=… mlm_mask_nats=… unigram_at_mask=… … ltr_next_nats=… mlm+nsp_pos_probe=… …
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from minilib.runtime import UsageError
 RESULTS_DIR = provenance.REPO_ROOT / "results"
 MASKED = ("mlm+nsp", "mlm")          # the objectives whose masked positions are split
 REFERENCE = "ltr"                    # the twin read from its JSON's curve
+PROBE_SENTENCES = {"smoke": 40, "laptop": 300, "full": 300}   # pos train / test sentences of the linear probe
 
 
 def _checkpoint(profile: str, objective: str) -> Path:
@@ -75,15 +77,64 @@ def split_curve(objective: str, profile: str, snapshot_dir: str | Path | None = 
     return rows
 
 
+@torch.no_grad()
+def word_states(model, tok, sentences, last_piece: bool) -> tuple[torch.Tensor, list[int]]:
+    """Top-layer states of each word of `sentences` ([CLS] words [SEP], one sentence at a time): its first
+    WordPiece (the encoder, §5.3's tagger) or its last (the causal twin, which has read the whole word only
+    there). Sentences longer than the context are skipped. Returns (N, C) states and the sentence indices used."""
+    from minilib.experiments.bert_finetune import word_pieces
+
+    states, used = [], []
+    for i, words in enumerate(sentences):
+        pieces = word_pieces(tok, words)
+        ids = [tok.cls_id] + [p for ps in pieces for p in ps] + [tok.sep_id]
+        if len(ids) > model.cfg.block_size:
+            continue
+        lengths = torch.tensor([len(ps) for ps in pieces])
+        last = lengths.cumsum(0)                               # each word's last piece ([CLS] is position 0)
+        states.append(model.hidden(torch.tensor([ids]))[0, last if last_piece else last - lengths + 1])
+        used.append(i)
+    return (torch.cat(states) if states else torch.empty(0, model.cfg.n_embd)), used
+
+
+def pos_probe_curve(objective: str, profile: str, snapshot_dir: str | Path | None = None, log=print) -> list[dict]:
+    """A linear POS probe (eval.probe.pos_probe, chapter 03's) on each snapshot's frozen top-layer word states:
+    what the encoder has learned about each word's role, along pretraining. Brown's first PROBE_SENTENCES
+    train and test sentences of the `pos` task."""
+    from minilib import tasks
+    from minilib.eval.probe import pos_probe
+    from minilib.experiments.flywheel import snapshots
+    from minilib.models.pretrained import load_pretrained
+
+    checkpoint = _checkpoint(profile, objective)
+    folder = Path(snapshot_dir) / checkpoint.stem / "snapshots" if snapshot_dir else None
+    pre = load_pretrained(checkpoint, "bert")
+    pos, n = tasks.get("pos"), runtime.pick(PROBE_SENTENCES, profile)
+    rows = []
+    for snap in snapshots(checkpoint, folder):
+        model = pre.model if snap.source == checkpoint else snapshot_bert(snap.source, pre.model.cfg)
+        data_ = {}
+        for split in ("train", "test"):
+            sents = getattr(pos, split)
+            x, used = word_states(model, pre.vocab, sents.texts[:n], last_piece=objective == "ltr")
+            data_[split] = (x, torch.tensor([t for i in used for t in sents.labels[i]]))
+        acc = pos_probe(*data_["train"], *data_["test"], pos.n_classes)["accuracy"]
+        rows.append({"step": snap.step, "tokens": snap.tokens, "pos_probe_accuracy": acc})
+        if log:
+            log(f"{objective} at {snap.tokens:,} tokens: linear POS probe {acc:.1%}")
+    return rows
+
+
 def run(profile: str | None = None, snapshot_dir: str | Path | None = None, write: bool = True, log=print) -> dict:
     prof = profile or runtime.profile()
     t0 = time.time()
     curves = {objective: split_curve(objective, prof, snapshot_dir, log) for objective in MASKED}
+    probes = {objective: pos_probe_curve(objective, prof, snapshot_dir, log) for objective in (*MASKED, REFERENCE)}
     ltr_meta = json.loads(_checkpoint(prof, REFERENCE).with_suffix(".json").read_text())
     result = {"experiment": "bert-plateau", "profile": prof, "masked": curves,
               "ltr": [{"step": p["step"], "tokens": p["tokens"], "next_nats": p["valid_nats_per_token"]}
                       for p in ltr_meta["metrics"]["curve"]],
-              "ltr_unigram": ltr_meta["metrics"]["unigram_nats_per_token"],
+              "ltr_unigram": ltr_meta["metrics"]["unigram_nats_per_token"], "pos_probe": probes,
               "seconds": round(time.time() - t0, 1), "provenance": provenance.stamp()}
     if write:
         provenance.write_json(RESULTS_DIR / f"bert-plateau-{prof}.json", result)
@@ -120,6 +171,22 @@ def plot(result: dict, ax=None):
     return ax
 
 
+def plot_probe(result: dict, ax=None):
+    """Linear POS probe accuracy of each encoder's frozen top layer vs pretraining tokens (step 0: untrained)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 3.8))
+    for (objective, rows), colour in zip(result["pos_probe"].items(), ("C0", "C2", "C3")):
+        ax.plot([r["tokens"] / 1e6 for r in rows], [100 * r["pos_probe_accuracy"] for r in rows], "o-",
+                color=colour, label=objective)
+    ax.set_xlabel("pretraining tokens (millions)")
+    ax.set_ylabel("linear POS probe accuracy (%)")
+    ax.set_title("What each encoder's top layer knows about a word's part of speech")
+    ax.legend(fontsize=8)
+    return ax
+
+
 def summary_line(result: dict) -> str:
     parts = [f"tokens={next(iter(result['masked'].values()))[-1]['tokens']}"]
     for objective, rows in result["masked"].items():
@@ -128,6 +195,8 @@ def summary_line(result: dict) -> str:
     parts.append(f"unigram_at_mask={last['unigram at [MASK]']:.3f}")
     parts += [f"{objective}_unchanged_nats={rows[-1]['unchanged']:.3f}" for objective, rows in result["masked"].items()]
     parts.append(f"ltr_next_nats={result['ltr'][-1]['next_nats']:.3f}")
+    parts += [f"{objective}_pos_probe={rows[-1]['pos_probe_accuracy']:.3f}" for objective, rows in result["pos_probe"].items()]
+    parts.append(f"untrained_pos_probe={result['pos_probe']['mlm+nsp'][0]['pos_probe_accuracy']:.3f}")
     return "bert-plateau: " + " ".join(parts)
 
 
