@@ -258,6 +258,7 @@ def test_pretrain_resumes_exactly_and_saves_a_loadable_checkpoint(tmp_path, monk
     whole = recipe.pretrain_bert(cfg, TEXTS, TEXTS[:8], tmp_path / "a.pt", tok, checkpoint_dir=tmp_path / "a", **run)
     assert [p["step"] for p in whole["curve"]] == [0, 3, 6] and (tmp_path / "a/snapshots/step-000006.pt").exists()
     assert whole["steps"] == 6 and 0 <= whole["valid_nsp_accuracy"] <= 1
+    assert all("valid_mask_nats" in p for p in whole["curve"]) and whole["valid_mask_nats"] > 0
 
     class Interrupt(recipe.StopAfter):                                            # Ctrl-C after step 4
         def after_step(self, learner):
@@ -534,6 +535,7 @@ def test_bert_plateau_splits_every_snapshot_and_reads_the_twins_curve(tmp_path, 
         valid = recipe.held_out_batches(tok, TEXTS[:8], recipe.BERTPretrainConfig(**pre.meta["config"]), 64)
         again = recipe.masked_nats_by_input(model, valid, DocumentStream.from_documents(tok, TEXTS), tok.mask_id)
         assert again == pytest.approx({k: v for k, v in rows[-1].items() if k not in ("step", "tokens")})
+        assert pre.meta["metrics"]["valid_mask_nats"] == pytest.approx(rows[-1]["[MASK]"])   # one number, two paths
     assert [p["step"] for p in result["ltr"]] == [0, 2, 4]
     assert set(result["pos_probe"]) == {"mlm+nsp", "mlm", "ltr"}
     assert all([r["step"] for r in rows] == [0, 2, 4] and all(0 < r["pos_probe_accuracy"] <= 1 for r in rows)

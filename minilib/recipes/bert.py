@@ -125,26 +125,36 @@ class PretrainingLoss(torch.nn.Module):
 
 
 @torch.no_grad()
-def held_out_scores(model: BERT, batches) -> dict:
+def held_out_scores(model: BERT, batches, mask_id: int | None = None) -> dict:
     """Nats per labelled token (masked tokens; next tokens for "ltr") summed over `batches` in eval mode,
-    and the NSP accuracy where the model has the head."""
+    the NSP accuracy where the model has the head, and with `mask_id` the nats at the positions whose input
+    shows [MASK] alone ("valid_mask_nats": only there must the model read context; see masked_nats_by_input)."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    nats = tokens = correct = pairs = 0
+    nats = tokens = correct = pairs = mask_nats = masked = 0
     try:
         for batch in batches:
             batch = [t.to(device) for t in batch]
             out = model(*batch)
-            n = int((batch[3] != IGNORE_INDEX).sum())
+            rows = batch[3].reshape(-1) != IGNORE_INDEX
+            n = int(rows.sum())
             nats += float(out.mlm_loss) * n
             tokens += n
+            if mask_id is not None:
+                at_mask = batch[0].reshape(-1)[rows] == mask_id
+                per_token = torch.nn.functional.cross_entropy(out.mlm_logits.float(), batch[3].reshape(-1)[rows],
+                                                              reduction="none")
+                mask_nats += float(per_token[at_mask].sum())
+                masked += int(at_mask.sum())
             if out.nsp_logits is not None:
                 correct += int((out.nsp_logits.argmax(-1) == batch[4]).sum())
                 pairs += len(batch[4])
     finally:
         model.train(was_training)
     scores = {"valid_nats_per_token": nats / max(tokens, 1), "valid_tokens": tokens}
+    if masked:
+        scores["valid_mask_nats"] = mask_nats / masked
     if pairs:
         scores["valid_nsp_accuracy"] = correct / pairs
     return scores
@@ -152,7 +162,8 @@ def held_out_scores(model: BERT, batches) -> dict:
 
 def unigram_nats(train: DocumentStream, batches, vocab_size: int) -> float:
     """The plateau: nats per labelled token of the best context-free guess, the train split's unigram
-    distribution (add-one smoothed), on the same held-out labels. A model below it uses context."""
+    distribution (add-one smoothed), on the same held-out labels. A masked LM gets ~10 % below it by copying
+    the unchanged tokens alone; it uses context once its [MASK] positions ("valid_mask_nats") fall below it."""
     counts = np.bincount(train.ids, minlength=vocab_size).astype(np.float64) + 1.0
     logp = np.log(counts / counts.sum())
     labels = np.concatenate([b.labels.numpy().ravel() for b in batches])
@@ -195,15 +206,15 @@ class HeldOutMLMCurve(HeldOutCurve):
     "valid_nats_per_token", ...}], kept in the resumable checkpoint."""
 
     def __init__(self, model: BERT, valid_batches, every: int, tokens_per_step: int,
-                 snapshot_dir: Path | None, log=print):
+                 snapshot_dir: Path | None, log=print, mask_id: int | None = None):
         super().__init__(model, None, every, tokens_per_step, snapshot_dir, log)
-        self.valid_batches = valid_batches
+        self.valid_batches, self.mask_id = valid_batches, mask_id
 
     def score(self, learner) -> None:
         step = learner.step
         if any(p["step"] == step for p in self.points):
             return
-        scores = held_out_scores(self.model, self.valid_batches)
+        scores = held_out_scores(self.model, self.valid_batches, self.mask_id)
         scores.pop("valid_tokens")
         self.points.append({"step": step, "tokens": step * self.tokens_per_step, **scores})
         if self.snapshot_dir is not None:
@@ -211,8 +222,9 @@ class HeldOutMLMCurve(HeldOutCurve):
             torch.save(half_state(self.model, TIED), buffer)
             provenance.atomic_write_bytes(self.snapshot_dir / f"step-{step:06d}.pt", buffer.getvalue())
         nsp = f", NSP accuracy {scores['valid_nsp_accuracy']:.3f}" if "valid_nsp_accuracy" in scores else ""
+        mask = f" ({scores['valid_mask_nats']:.3f} where the input shows [MASK])" if "valid_mask_nats" in scores else ""
         self.log(f"step {step}: {step * self.tokens_per_step:,} tokens, held-out "
-                 f"{scores['valid_nats_per_token']:.3f} nats/token{nsp}")
+                 f"{scores['valid_nats_per_token']:.3f} nats/token{mask}{nsp}")
 
 
 def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, tokenizer,
@@ -236,8 +248,9 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
     train = batches_for(train_stream, specials, config, config.steps, T, config.seed)
     valid = held_out_batches(tokenizer, valid_docs, config, T)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    mask_id = None if config.objective == "ltr" else specials.mask_id
     curve = HeldOutMLMCurve(model, valid, config.eval_every, config.batch_size * T,
-                            checkpoint_dir / "snapshots" if checkpoint_dir else None, log=log)
+                            checkpoint_dir / "snapshots" if checkpoint_dir else None, log=log, mask_id=mask_id)
     clock = TokenClock()
     callbacks = [curve, clock] + ([StopAfter(max_steps)] if max_steps else [])
     learner = Learner(PretrainingLoss(model), train, None, weight_decay=config.weight_decay, clip=config.clip,
@@ -247,7 +260,7 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
     model.cpu()
     fp32 = curve.points[-1]
     round_to_half(model)                                     # the metrics below are the saved model's
-    scores = held_out_scores(model, valid)
+    scores = held_out_scores(model, valid, mask_id)
     metrics = {**scores, "valid_nats_per_token_fp32": fp32["valid_nats_per_token"],
                "unigram_nats_per_token": unigram_nats(train_stream, valid, tokenizer.vocab_size),
                "objective": config.objective, "curve": curve.points, "steps": learner.step,
