@@ -464,10 +464,11 @@ def test_shipped_bert_remeasures_its_held_out_loss_at_gpts_compute(path, one_thr
     model, tok, meta = load_pretrained(path, "bert")
     config = BERTPretrainConfig(**meta["config"])
     assert path.stat().st_size <= 30e6
-    assert default_out("laptop", config.objective).name == path.name
+    assert default_out("laptop", config.objective, config.shape).name == path.name
     m = meta["metrics"]
     tokens_per_step = config.batch_size * model.cfg.block_size
-    assert abs(m["train_tokens_seen"] - equal_compute_tokens("laptop", config.objective)) <= tokens_per_step
+    assert abs(m["train_tokens_seen"] - equal_compute_tokens("laptop", config.objective, shape=config.shape)) \
+        <= tokens_per_step
     valid = held_out_batches(tok, data.pretraining_corpus("valid"), config, model.cfg.block_size)
     scores = held_out_scores(model, valid)
     assert scores["valid_nats_per_token"] == pytest.approx(m["valid_nats_per_token"], rel=1e-5)
@@ -563,3 +564,27 @@ def test_word_states_read_each_words_first_piece_or_its_last():
     assert first[:, 0].tolist() == [1, 2, 4] and last[:, 0].tolist() == [1, 3, 4] and used == [0]
     too_long, used = word_states(model, Tok(), [["believ"] * 40], last_piece=False)
     assert used == [] and len(too_long) == 0
+
+
+def test_another_shape_reads_gpts_compute_in_more_tokens_and_names_its_checkpoint(tmp_path, monkeypatch, one_thread):
+    from minilib.data.tokenizer import TOKENIZER_SIZES, train_wordpiece
+    from minilib.models import pretrained
+    from minilib.recipes import bert as recipe
+    from minilib.runtime import UsageError
+
+    base, small = recipe.equal_compute_tokens("laptop"), recipe.equal_compute_tokens("laptop", shape=(2, 128))
+    V = TOKENIZER_SIZES["laptop"]["wordpiece"]
+    with torch.device("meta"):
+        n_base = BERT(bert_config(V, "laptop")).num_params()
+        n_small = BERT(bert_config(V, "laptop", **recipe.shape_overrides((2, 128)))).num_params()
+    assert small > 3 * base and n_small * small == pytest.approx(n_base * base, rel=1e-6)   # one compute
+    assert recipe.default_out("laptop", "ltr", (2, 128)).name == "bert-ltr-laptop-2x128.pt"
+    assert recipe.default_out("laptop", "mlm+nsp").name == "bert-laptop.pt"
+    with pytest.raises(UsageError, match="multiple of 64"):
+        recipe.shape_overrides((2, 100))
+    cfg = recipe.BERTPretrainConfig.for_profile("smoke", "mlm", shape=(1, 64), steps=2, batch_size=4, valid_batches=1)
+    tok = train_wordpiece([d.text for d in TEXTS], 200, min_char_count=1)
+    recipe.pretrain_bert(cfg, TEXTS, TEXTS[:8], tmp_path / "s.pt", tok, progress=False, log=lambda *_: None)
+    back = pretrained.load_pretrained(tmp_path / "s.pt", "bert")
+    assert (back.model.cfg.n_layer, back.model.cfg.n_embd, back.model.cfg.n_head) == (1, 64, 1)
+    assert tuple(recipe.BERTPretrainConfig(**back.meta["config"]).shape) == (1, 64)

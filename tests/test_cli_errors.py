@@ -85,3 +85,9 @@ def test_bad_profile(capsys, monkeypatch, reviews):
     monkeypatch.setenv("MINILIB_PROFILE", "huge")
     code, err = run(capsys, *experiment(reviews, "--labels", "10", "--methods", "majority"))
     assert code == 2 and "huge" in err and "smoke" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("shape, message", [("2x100", "multiple of 64"), ("two", "LAYERSxWIDTH"),
+                                            ("2x128,4x256", "one shape")])
+def test_bad_bert_shape(capsys, shape, message):
+    fails_with(capsys, message, "pretrain", "bert", "--profile", "smoke", "--shape", shape)

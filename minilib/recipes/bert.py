@@ -40,21 +40,38 @@ TIED = ("mlm.decoder.weight",)   # = tok_emb.weight: stored once in snapshots an
 
 # ----------------------------------------------------------------------------- equal compute
 
-def equal_compute_tokens(profile: str, objective: str = "mlm+nsp", gpt: GPTPretrainConfig | None = None) -> int:
+def equal_compute_tokens(profile: str, objective: str = "mlm+nsp", gpt: GPTPretrainConfig | None = None,
+                         shape: tuple[int, int] | None = None) -> int:
     """Tokens BERT must read to spend GPT's pretraining compute at `profile`, compute being non-embedding
     parameters × tokens (the issue's measure; `num_params(non_embedding=True)` of each model, the tied
     token embedding counted as the output layer): D_bert = N_gpt · D_gpt / N_bert.
 
     The parameters are counted on models built on the meta device (no memory, no time) at the
-    profile's sizes and its tokenizers' vocabulary sizes (data.tokenizer.TOKENIZER_SIZES). The count is
-    the issue's, not FLOPs: BERT's decoder runs on ~15 % of the positions, GPT's on all of them.
+    profile's sizes (BERT's: `shape`, when given) and its tokenizers' vocabulary sizes
+    (data.tokenizer.TOKENIZER_SIZES). The count is the issue's, not FLOPs: BERT's decoder runs on ~15 % of
+    the positions, GPT's on all of them.
     """
     gpt = gpt or GPTPretrainConfig.for_profile(profile)
     with torch.device("meta"):
         n_gpt = GPT(gpt_config(TOKENIZER_SIZES[gpt.profile]["bpe"], gpt.profile)).num_params()
-        n_bert = BERT(bert_config(TOKENIZER_SIZES[profile]["wordpiece"], profile, objective)).num_params()
+        n_bert = BERT(bert_config(TOKENIZER_SIZES[profile]["wordpiece"], profile, objective,
+                                  **shape_overrides(shape))).num_params()
     gpt_tokens = gpt.steps * gpt.batch_size * GPT_SIZES[gpt.profile]["block_size"]
     return round(n_gpt * gpt_tokens / n_bert)
+
+
+HEAD_DIM = 64    # BERT-base's 768 / 12 and our laptop's 256 / 4: a --shape keeps it
+
+
+def shape_overrides(shape: tuple[int, int] | None) -> dict:
+    """bert_config's overrides for a (n_layer, n_embd) shape other than the profile's: {} for None."""
+    if shape is None:
+        return {}
+    n_layer, n_embd = shape
+    if n_layer < 1 or n_embd < HEAD_DIM or n_embd % HEAD_DIM:
+        raise runtime.UsageError(f"shape {n_layer}x{n_embd}: use ≥ 1 layer and a width that is a multiple of "
+                                 f"{HEAD_DIM} (the head size), e.g. 2x128")
+    return dict(n_layer=n_layer, n_embd=n_embd, n_head=n_embd // HEAD_DIM)
 
 
 @dataclass(frozen=True)
@@ -71,6 +88,7 @@ class BERTPretrainConfig:
     eval_every: int = 500          # steps between held-out scores and snapshots (and resumable checkpoints)
     valid_batches: int = 32        # held-out batches of batch_size pairs, drawn once (fixed masks)
     seed: int = 0
+    shape: tuple[int, int] | None = None   # (n_layer, n_embd) instead of the profile's; steps follow (equal compute)
 
     @classmethod
     def for_profile(cls, profile: str, objective: str = "mlm+nsp", **overrides) -> "BERTPretrainConfig":
@@ -85,7 +103,8 @@ class BERTPretrainConfig:
         settings = {**runtime.pick(sizes, profile), **overrides}
         if "steps" not in settings:
             tokens_per_step = settings.get("batch_size", cls.batch_size) * BERT_SIZES[profile]["block_size"]
-            settings["steps"] = round(equal_compute_tokens(profile, objective) / tokens_per_step)
+            settings["steps"] = round(equal_compute_tokens(profile, objective, shape=settings.get("shape"))
+                                      / tokens_per_step)
         return cls(profile=profile, objective=objective, **settings)
 
 
@@ -242,7 +261,7 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
     t0 = time.time()
     runtime.seed_everything(config.seed)
     specials = SpecialTokens.of(tokenizer)
-    model = BERT(bert_config(tokenizer.vocab_size, config.profile, config.objective))
+    model = BERT(bert_config(tokenizer.vocab_size, config.profile, config.objective, **shape_overrides(config.shape)))
     T = model.cfg.block_size
     train_stream = DocumentStream.from_documents(tokenizer, train_docs)
     train = batches_for(train_stream, specials, config, config.steps, T, config.seed)
@@ -295,12 +314,17 @@ def add_bert_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then linear to 0)")
     p.add_argument("--max-steps", type=int, default=None,
                    help="stop after this many steps (timing, tests; the run then counts as finished)")
+    p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
+                   help="another encoder shape, e.g. 2x128 (heads of 64); it reads GPT's compute in tokens "
+                        "(default: the profile's, checkpoints/bert-<profile>.pt; else bert-<profile>-2x128.pt)")
 
 
-def default_out(profile: str, objective: str) -> Path:
-    """checkpoints/bert-<profile>.pt for BERT, bert-<objective>-<profile>.pt for an ablation."""
+def default_out(profile: str, objective: str, shape: tuple[int, int] | None = None) -> Path:
+    """checkpoints/bert-<profile>.pt for BERT, bert-<objective>-<profile>.pt for an ablation; another shape
+    than the profile's adds it: bert-laptop-2x128.pt."""
     name = "bert" if objective == "mlm+nsp" else f"bert-{objective}"
-    return provenance.REPO_ROOT / "checkpoints" / f"{name}-{profile}.pt"
+    suffix = f"-{shape[0]}x{shape[1]}" if shape is not None else ""
+    return provenance.REPO_ROOT / "checkpoints" / f"{name}-{profile}{suffix}.pt"
 
 
 def pretrain_bert_command(args: argparse.Namespace, command: str | None = None) -> int:
@@ -313,9 +337,17 @@ def pretrain_bert_command(args: argparse.Namespace, command: str | None = None) 
     words = runtime.pick(BERT_WORDS, prof) if args.words is None else (args.words or None)
     if args.threads:
         torch.set_num_threads(args.threads)
-    overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr)) if v is not None}
+    shape = None
+    if args.shape:
+        from minilib.experiments.scaling import parse_shapes
+
+        (shape,) = parse_shapes(args.shape) if "," not in args.shape else (None,)
+        if shape is None:
+            raise runtime.UsageError(f"--shape {args.shape}: give one shape, e.g. --shape 2x128")
+        shape_overrides(shape)                                            # a bad width fails here, in one line
+    overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr), ("shape", shape)) if v is not None}
     cfg = BERTPretrainConfig.for_profile(prof, args.objective, seed=args.seed, **overrides)
-    out = args.out or default_out(prof, args.objective)
+    out = args.out or default_out(prof, args.objective, shape)
     ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
     m = pretrain_bert(cfg, data.pretraining_corpus("train", max_words=words), data.pretraining_corpus("valid"),
                       out, pretrained_tokenizer("wordpiece", prof),
