@@ -285,6 +285,20 @@ assert ltr_last["next_nats"] < plateau["ltr_unigram"] - 1.0          # the twin 
 """)
 
 md(r"""
+What did each encoder's top layer learn about words? Chapter 03's linear POS
+probe, on the frozen states of every snapshot (each word's first piece; the
+twin's last piece, the first place it has read the whole word):
+""")
+
+code(r"""
+bert_plateau.plot_probe(plateau); plt.show()
+probe = {o: rows[-1]["pos_probe_accuracy"] for o, rows in plateau["pos_probe"].items()}
+untrained = plateau["pos_probe"]["mlm+nsp"][0]["pos_probe_accuracy"]
+for o, acc in probe.items():
+    print(f"{OBJECTIVES[o]}: {acc:.1%} of held-out words tagged by a linear probe (untrained network {untrained:.1%})")
+""")
+
+md(r"""
 This is the masked LM's well-known plateau: it learns to copy first, and to
 use context only after a stretch of training in which the loss barely moves
 before dropping (Chen et al. 2024 trace the drop to attention heads that
