@@ -88,6 +88,6 @@ def test_bad_profile(capsys, monkeypatch, reviews):
 
 
 @pytest.mark.parametrize("shape, message", [("2x100", "multiple of 64"), ("two", "LAYERSxWIDTH"),
-                                            ("2x128,4x256", "one shape")])
+                                            ("2x128,4x256", "give one shape")])
 def test_bad_bert_shape(capsys, shape, message):
     fails_with(capsys, message, "pretrain", "bert", "--profile", "smoke", "--shape", shape)

@@ -74,6 +74,18 @@ def shape_overrides(shape: tuple[int, int] | None) -> dict:
     return dict(n_layer=n_layer, n_embd=n_embd, n_head=n_embd // HEAD_DIM)
 
 
+def parse_shape(text: str) -> tuple[int, int]:
+    """'2x128' → (2, 128), checked by shape_overrides; anything else is a one-line UsageError."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)x(\d+)\s*", text)
+    if not m:
+        raise runtime.UsageError(f"--shape {text}: give one shape as LAYERSxWIDTH, e.g. --shape 2x128")
+    shape = (int(m[1]), int(m[2]))
+    shape_overrides(shape)
+    return shape
+
+
 @dataclass(frozen=True)
 class BERTPretrainConfig:
     profile: str = "laptop"        # the model's size: models.bert.BERT_SIZES
@@ -337,14 +349,7 @@ def pretrain_bert_command(args: argparse.Namespace, command: str | None = None) 
     words = runtime.pick(BERT_WORDS, prof) if args.words is None else (args.words or None)
     if args.threads:
         torch.set_num_threads(args.threads)
-    shape = None
-    if args.shape:
-        from minilib.experiments.scaling import parse_shapes
-
-        (shape,) = parse_shapes(args.shape) if "," not in args.shape else (None,)
-        if shape is None:
-            raise runtime.UsageError(f"--shape {args.shape}: give one shape, e.g. --shape 2x128")
-        shape_overrides(shape)                                            # a bad width fails here, in one line
+    shape = parse_shape(args.shape) if args.shape else None
     overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr), ("shape", shape)) if v is not None}
     cfg = BERTPretrainConfig.for_profile(prof, args.objective, seed=args.seed, **overrides)
     out = args.out or default_out(prof, args.objective, shape)
