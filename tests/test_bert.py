@@ -480,7 +480,7 @@ def test_masked_nats_by_input_splits_the_80_10_10_and_sees_a_copying_model():
     """A model that only copies its input is perfect on the unchanged 10 % and no better than chance on
     [MASK]; the split must show exactly that, and the unigram row must be the train counts' -log p."""
     from minilib.models.bert import BERTOutput
-    from minilib.recipes.bert import masked_nats_by_input
+    from minilib.recipes.bert import masked_nats_by_input, unigram_log_probs
 
     V = 40
     specials = SpecialTokens(cls_id=0, sep_id=1, pad_id=2, mask_id=3, vocab_size=V, special_ids=(0, 1, 2, 3))
@@ -498,7 +498,7 @@ def test_masked_nats_by_input_splits_the_80_10_10_and_sees_a_copying_model():
             logits[shown == 3] = 0.0                                 # [MASK]: uniform
             return BERTOutput(None, logits, None, None, None)
 
-    split = masked_nats_by_input(Copier(bert_config(V, "smoke", "mlm")), batches, stream, mask_id=3)
+    split = masked_nats_by_input(Copier(bert_config(V, "smoke", "mlm")), batches, unigram_log_probs(stream, V), mask_id=3)
     assert split["unchanged"] == pytest.approx(0.0, abs=1e-6)
     assert split["[MASK]"] == pytest.approx(math.log(V), rel=1e-6)
     assert split["random"] == pytest.approx(60.0, rel=1e-3)              # all belief on the wrong token
@@ -534,7 +534,8 @@ def test_bert_plateau_splits_every_snapshot_and_reads_the_twins_curve(tmp_path, 
                                            load_pretrained(paths[objective], "bert").model.cfg)
         pre = load_pretrained(paths[objective], "bert")
         valid = recipe.held_out_batches(tok, TEXTS[:8], recipe.BERTPretrainConfig(**pre.meta["config"]), 64)
-        again = recipe.masked_nats_by_input(model, valid, DocumentStream.from_documents(tok, TEXTS), tok.mask_id)
+        train = DocumentStream.from_documents(tok, TEXTS)
+        again = recipe.masked_nats_by_input(model, valid, recipe.unigram_log_probs(train, model.cfg.vocab_size), tok.mask_id)
         assert again == pytest.approx({k: v for k, v in rows[-1].items() if k not in ("step", "tokens")})
         assert pre.meta["metrics"]["valid_mask_nats"] == pytest.approx(rows[-1]["[MASK]"])   # one number, two paths
     assert [p["step"] for p in result["ltr"]] == [0, 2, 4]

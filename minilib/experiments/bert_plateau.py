@@ -55,7 +55,7 @@ def split_curve(objective: str, profile: str, snapshot_dir: str | Path | None = 
     from minilib.data.mlm import DocumentStream, SpecialTokens, document_level
     from minilib.experiments.flywheel import snapshots
     from minilib.models.pretrained import load_pretrained
-    from minilib.recipes.bert import BERTPretrainConfig, held_out_batches, masked_nats_by_input
+    from minilib.recipes.bert import BERTPretrainConfig, held_out_batches, masked_nats_by_input, unigram_log_probs
 
     checkpoint = _checkpoint(profile, objective)
     folder = Path(snapshot_dir) / checkpoint.stem / "snapshots" if snapshot_dir else None
@@ -64,11 +64,12 @@ def split_curve(objective: str, profile: str, snapshot_dir: str | Path | None = 
     valid = held_out_batches(pre.vocab, data.pretraining_corpus("valid"), config, pre.model.cfg.block_size)
     train_words = None if profile != "smoke" else 60_000
     train = DocumentStream.from_documents(pre.vocab, document_level(data.pretraining_corpus("train", max_words=train_words)))
+    unigram = unigram_log_probs(train, pre.model.cfg.vocab_size)
     mask_id = SpecialTokens.of(pre.vocab).mask_id
     rows = []
     for snap in snapshots(checkpoint, folder):
         model = pre.model if snap.source == checkpoint else snapshot_bert(snap.source, pre.model.cfg)
-        split = masked_nats_by_input(model, valid, train, mask_id)
+        split = masked_nats_by_input(model, valid, unigram, mask_id)
         rows.append({"step": snap.step, "tokens": snap.tokens, **split})
         if log:
             log(f"{objective} at {snap.tokens:,} tokens: [MASK] {split['[MASK]']:.3f}, unchanged "

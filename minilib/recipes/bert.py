@@ -191,18 +191,23 @@ def held_out_scores(model: BERT, batches, mask_id: int | None = None) -> dict:
     return scores
 
 
+def unigram_log_probs(train: DocumentStream, vocab_size: int) -> np.ndarray:
+    """(vocab_size,) log p of each token under the train split's unigram distribution, add-one smoothed."""
+    counts = np.bincount(train.ids, minlength=vocab_size).astype(np.float64) + 1.0
+    return np.log(counts / counts.sum())
+
+
 def unigram_nats(train: DocumentStream, batches, vocab_size: int) -> float:
     """The plateau: nats per labelled token of the best context-free guess, the train split's unigram
     distribution (add-one smoothed), on the same held-out labels. A masked LM gets ~10 % below it by copying
     the unchanged tokens alone; it uses context once its [MASK] positions ("valid_mask_nats") fall below it."""
-    counts = np.bincount(train.ids, minlength=vocab_size).astype(np.float64) + 1.0
-    logp = np.log(counts / counts.sum())
+    logp = unigram_log_probs(train, vocab_size)
     labels = np.concatenate([b.labels.numpy().ravel() for b in batches])
     return float(-logp[labels[labels != IGNORE_INDEX]].mean())
 
 
 @torch.no_grad()
-def masked_nats_by_input(model: BERT, batches, train: DocumentStream, mask_id: int) -> dict[str, float]:
+def masked_nats_by_input(model: BERT, batches, unigram_logp: np.ndarray, mask_id: int) -> dict[str, float]:
     """Held-out nats per masked token split by what the input showed at the position (§3.1's 80 / 10 / 10):
     "[MASK]" (the model must read the context), "random" (a wrong token), "unchanged" (the answer itself),
     and the unigram guess at the [MASK] positions. A masked LM first learns to copy the unchanged 10 %
@@ -210,8 +215,7 @@ def masked_nats_by_input(model: BERT, batches, train: DocumentStream, mask_id: i
     falls below the unigram one."""
     was_training = model.training
     model.eval()
-    counts = np.bincount(train.ids, minlength=model.cfg.vocab_size).astype(np.float64) + 1.0
-    neg_logp = torch.from_numpy(-np.log(counts / counts.sum()))
+    neg_logp = torch.from_numpy(-unigram_logp)       # unigram_log_probs(train, vocab_size): computed once by the caller
     sums = dict.fromkeys(("[MASK]", "random", "unchanged", "unigram at [MASK]"), 0.0)
     ns = dict.fromkeys(sums, 0)
     try:
