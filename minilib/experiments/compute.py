@@ -93,7 +93,7 @@ def shipped_models(profile: str = "laptop") -> dict[str, dict]:
         meta = json.loads(path.with_suffix(".json").read_text())
         vocab_size = vocab.vocab_size if hasattr(vocab, "vocab_size") else len(vocab)
         n, d = non_embedding_params(model, vocab_size), pretraining_tokens(meta)
-        out[name] = {"params": n, "tokens": d, "flops": 6 * n * d, "seconds": _seconds(meta), "path": path}
+        out[name] = {"params": n, "tokens": d, "flops": 6 * n * d, "seconds": _seconds(meta)}
     return out
 
 
@@ -135,7 +135,7 @@ def run(profile: str | None = None, write: bool = True, log=print) -> dict:
     prof = profile or runtime.profile()
     shipped = shipped_models("laptop" if prof == "smoke" else prof)
     result = {"experiment": "compute", "profile": prof, "formula": "C = 6·N·D (Kaplan et al. 2020 §2.1)",
-              "pretraining": {k: {kk: vv for kk, vv in v.items() if kk != "path"} for k, v in shipped.items()},
+              "pretraining": shipped,
               "fine_tuning": {}, "papers": [{"name": p.name, "params": p.params, "tokens": p.tokens, "flops": p.flops,
                                              "reported_flops": p.reported_flops, "source": p.source} for p in PAPERS]}
     for model in FINE_TUNED:
