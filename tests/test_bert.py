@@ -521,7 +521,7 @@ def test_bert_plateau_splits_every_snapshot_and_reads_the_twins_curve(tmp_path, 
         paths[objective] = tmp_path / recipe.default_out("laptop", objective).name
         recipe.pretrain_bert(cfg, TEXTS, TEXTS[:8], paths[objective], tok, progress=False, log=lambda *_: None,
                              checkpoint_dir=tmp_path / "runs" / paths[objective].stem)
-    monkeypatch.setattr(bert_plateau, "_checkpoint", lambda profile, objective: paths[objective])
+    monkeypatch.setattr(bert_plateau, "_checkpoint", lambda profile, objective, shape=None: paths[objective])
     monkeypatch.setitem(bert_plateau.PROBE_SENTENCES, "laptop", 30)
     monkeypatch.setattr(data, "pretraining_corpus", lambda split, max_words=None: TEXTS if split == "train" else TEXTS[:8])
     result = bert_plateau.run("laptop", tmp_path / "runs", write=False, log=None)

@@ -91,3 +91,8 @@ def test_bad_profile(capsys, monkeypatch, reviews):
                                             ("2x128,4x256", "give one shape")])
 def test_bad_bert_shape(capsys, shape, message):
     fails_with(capsys, message, "pretrain", "bert", "--profile", "smoke", "--shape", shape)
+
+
+def test_bert_plateau_of_a_shape_never_pretrained_names_the_command(capsys):
+    fails_with(capsys, "--shape 1x64", "experiment", "bert-plateau", "--profile", "laptop", "--shape", "1x64")
+    fails_with(capsys, "multiple of 64", "experiment", "bert-plateau", "--profile", "laptop", "--shape", "1x100")

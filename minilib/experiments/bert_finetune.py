@@ -41,6 +41,9 @@ class BERTFineTuneConfig:
 SIZES = {"smoke": BERTFineTuneConfig(epochs=1, batch_size=16, min_steps_per_epoch=4, max_test=200),
          "laptop": BERTFineTuneConfig(),
          "full": BERTFineTuneConfig()}
+# The encoders the chapter fine-tunes, per profile: None is the profile's own shape (checkpoints/bert-<profile>.pt);
+# (layers, width) those `pretrain bert --shape LxW` made with the same compute (bert-<profile>-LxW.pt).
+SHAPE: dict[str, tuple[int, int] | None] = {"laptop": None, "full": None}
 OBJECTIVE = {"bert": "mlm+nsp", "bert-mlm": "mlm", "bert-ltr": "ltr", "bert-scratch": "mlm+nsp"}
 METHODS = {"bert": {}, "bert-mlm": {}, "bert-ltr": {}, "bert-scratch": {"pretrained": False}}
 LABELS = {"bert": "BERT (MLM + NSP)", "bert-mlm": "BERT without NSP", "bert-ltr": "left-to-right twin",
@@ -79,12 +82,13 @@ def method_config(method: str, profile: str) -> BERTFineTuneConfig:
 
 
 def default_checkpoint(method: str, profile: str | None = None) -> Path:
-    """The method's pretrained checkpoint (bert-scratch: BERT's, for its tokenizer and shape); smoke
-    fine-tunes the laptop ones."""
+    """The method's pretrained checkpoint of the chapter's SHAPE (bert-scratch: BERT's, for its tokenizer and
+    shape); smoke fine-tunes the laptop ones."""
     from minilib.recipes.bert import default_out
 
     profile = profile or runtime.profile()
-    return default_out("laptop" if profile == "smoke" else profile, OBJECTIVE[method])
+    pretrained = "laptop" if profile == "smoke" else profile
+    return default_out(pretrained, OBJECTIVE[method], SHAPE[pretrained])
 
 
 def word_pieces(tok, words: list[str]) -> list[list[int]]:

@@ -10,7 +10,8 @@ the same size and compute, whose next-token target needs no attention to beat th
 is at its own position), is the reference curve. Beside it, what the frozen top layer of each encoder knows
 about a word's part of speech (a linear probe, as chapter 03 probed ELMo), snapshot by snapshot.
 
-    python -m minilib experiment bert-plateau [--snapshots DIR]   # results/bert-plateau-<profile>.json
+    python -m minilib experiment bert-plateau [--snapshots DIR] [--shape 2x128]
+                                                 # results/bert-plateau-<profile>[-<shape>].json
     bert-plateau: tokens=… mlm+nsp_mask_nats=… mlm_mask_nats=… unigram_at_mask=… … ltr_next_nats=… mlm+nsp_pos_probe=… …
 """
 from __future__ import annotations
@@ -30,10 +31,15 @@ REFERENCE = "ltr"                    # the twin read from its JSON's curve
 PROBE_SENTENCES = {"smoke": 40, "laptop": 300, "full": 300}   # pos train / test sentences of the linear probe
 
 
-def _checkpoint(profile: str, objective: str) -> Path:
+def _checkpoint(profile: str, objective: str, shape: tuple[int, int] | None = None) -> Path:
     from minilib.recipes.bert import default_out
 
-    return default_out("laptop" if profile == "smoke" else profile, objective)
+    return default_out("laptop" if profile == "smoke" else profile, objective, shape)
+
+
+def result_path(profile: str, shape: tuple[int, int] | None = None) -> Path:
+    """results/bert-plateau-<profile>.json; another shape than the profile's adds it (…-laptop-2x128.json)."""
+    return RESULTS_DIR / f"bert-plateau-{profile}{f'-{shape[0]}x{shape[1]}' if shape else ''}.json"
 
 
 def snapshot_bert(path: str | Path, cfg):
@@ -49,7 +55,8 @@ def snapshot_bert(path: str | Path, cfg):
     return model.eval()
 
 
-def split_curve(objective: str, profile: str, snapshot_dir: str | Path | None = None, log=print) -> list[dict]:
+def split_curve(objective: str, profile: str, snapshot_dir: str | Path | None = None, log=print,
+                shape: tuple[int, int] | None = None) -> list[dict]:
     """recipes.bert.masked_nats_by_input at every snapshot of the objective's shipped run, on its held-out batches."""
     from minilib import data
     from minilib.data.mlm import DocumentStream, SpecialTokens, document_level
@@ -57,7 +64,7 @@ def split_curve(objective: str, profile: str, snapshot_dir: str | Path | None = 
     from minilib.models.pretrained import load_pretrained
     from minilib.recipes.bert import BERTPretrainConfig, held_out_batches, masked_nats_by_input, unigram_log_probs
 
-    checkpoint = _checkpoint(profile, objective)
+    checkpoint = _checkpoint(profile, objective, shape)
     folder = Path(snapshot_dir) / checkpoint.stem / "snapshots" if snapshot_dir else None
     pre = load_pretrained(checkpoint, "bert")
     config = BERTPretrainConfig(**pre.meta["config"])
@@ -98,7 +105,8 @@ def word_states(model, tok, sentences, last_piece: bool) -> tuple[torch.Tensor, 
     return (torch.cat(states) if states else torch.empty(0, model.cfg.n_embd)), used
 
 
-def pos_probe_curve(objective: str, profile: str, snapshot_dir: str | Path | None = None, log=print) -> list[dict]:
+def pos_probe_curve(objective: str, profile: str, snapshot_dir: str | Path | None = None, log=print,
+                    shape: tuple[int, int] | None = None) -> list[dict]:
     """A linear POS probe (eval.probe.pos_probe, chapter 03's) on each snapshot's frozen top-layer word states:
     what the encoder has learned about each word's role, along pretraining. Brown's first PROBE_SENTENCES
     train and test sentences of the `pos` task."""
@@ -107,7 +115,7 @@ def pos_probe_curve(objective: str, profile: str, snapshot_dir: str | Path | Non
     from minilib.experiments.flywheel import snapshots
     from minilib.models.pretrained import load_pretrained
 
-    checkpoint = _checkpoint(profile, objective)
+    checkpoint = _checkpoint(profile, objective, shape)
     folder = Path(snapshot_dir) / checkpoint.stem / "snapshots" if snapshot_dir else None
     pre = load_pretrained(checkpoint, "bert")
     pos, n = tasks.get("pos"), runtime.pick(PROBE_SENTENCES, profile)
@@ -126,24 +134,28 @@ def pos_probe_curve(objective: str, profile: str, snapshot_dir: str | Path | Non
     return rows
 
 
-def run(profile: str | None = None, snapshot_dir: str | Path | None = None, write: bool = True, log=print) -> dict:
+def run(profile: str | None = None, snapshot_dir: str | Path | None = None, write: bool = True, log=print,
+        shape: tuple[int, int] | None = None) -> dict:
+    """The three encoders of one shape (None: the profile's own), split and probed along their snapshots."""
     prof = profile or runtime.profile()
     t0 = time.time()
-    curves = {objective: split_curve(objective, prof, snapshot_dir, log) for objective in MASKED}
-    probes = {objective: pos_probe_curve(objective, prof, snapshot_dir, log) for objective in (*MASKED, REFERENCE)}
-    ltr_meta = json.loads(_checkpoint(prof, REFERENCE).with_suffix(".json").read_text())
-    result = {"experiment": "bert-plateau", "profile": prof, "masked": curves,
+    curves = {objective: split_curve(objective, prof, snapshot_dir, log, shape) for objective in MASKED}
+    probes = {objective: pos_probe_curve(objective, prof, snapshot_dir, log, shape)
+              for objective in (*MASKED, REFERENCE)}
+    ltr_meta = json.loads(_checkpoint(prof, REFERENCE, shape).with_suffix(".json").read_text())
+    result = {"experiment": "bert-plateau", "profile": prof, "shape": list(shape) if shape else None,
+              "masked": curves,
               "ltr": [{"step": p["step"], "tokens": p["tokens"], "next_nats": p["valid_nats_per_token"]}
                       for p in ltr_meta["metrics"]["curve"]],
               "ltr_unigram": ltr_meta["metrics"]["unigram_nats_per_token"], "pos_probe": probes,
               "seconds": round(time.time() - t0, 1), "provenance": provenance.stamp()}
     if write:
-        provenance.write_json(RESULTS_DIR / f"bert-plateau-{prof}.json", result)
+        provenance.write_json(result_path(prof, shape), result)
     return result
 
 
-def cached_result(profile: str | None = None) -> dict | None:
-    path = RESULTS_DIR / f"bert-plateau-{profile or runtime.profile()}.json"
+def cached_result(profile: str | None = None, shape: tuple[int, int] | None = None) -> dict | None:
+    path = result_path(profile or runtime.profile(), shape)
     return json.loads(path.read_text()) if path.is_file() else None
 
 
@@ -206,15 +218,22 @@ def cli_arguments(p, name: str) -> None:
                    help="sizes (default: $MINILIB_PROFILE or the device's default)")
     p.add_argument("--snapshots", type=Path, default=None,
                    help="the folder holding each run's <checkpoint name>/snapshots/ (default: .cache/pretrain)")
+    p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
+                   help="the encoders pretrained with `pretrain bert --shape` (default: the profile's shape)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
 
 
 def cli_run(args, name: str) -> int:
+    from minilib.recipes.bert import parse_shape
+
     if args.threads:
         torch.set_num_threads(args.threads)
-    try:
-        print(summary_line(run(args.profile, args.snapshots)))
-    except FileNotFoundError as exc:
-        raise UsageError(f"{exc.filename}: pretrain the three encoders first (python -m minilib pretrain bert "
-                         f"--objective mlm+nsp|mlm|ltr)") from None
+    shape = parse_shape(args.shape) if args.shape else None
+    prof = args.profile or runtime.profile()
+    for objective in (*MASKED, REFERENCE):
+        if not _checkpoint(prof, objective, shape).is_file():
+            raise UsageError(f"no {_checkpoint(prof, objective, shape).name}: pretrain the three encoders first "
+                             f"(python -m minilib pretrain bert --objective mlm+nsp|mlm|ltr"
+                             f"{f' --shape {args.shape}' if shape else ''})")
+    print(summary_line(run(prof, args.snapshots, shape=shape)))
     return 0
