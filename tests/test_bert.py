@@ -589,3 +589,14 @@ def test_another_shape_reads_gpts_compute_in_more_tokens_and_names_its_checkpoin
     back = pretrained.load_pretrained(tmp_path / "s.pt", "bert")
     assert (back.model.cfg.n_layer, back.model.cfg.n_embd, back.model.cfg.n_head) == (1, 64, 1)
     assert tuple(recipe.BERTPretrainConfig(**back.meta["config"]).shape) == (1, 64)
+
+
+@pytest.mark.data
+def test_bert_fine_tunes_with_what_the_cached_search_chose():
+    from minilib.experiments import bert_finetune as bf
+
+    chosen = bf.chosen_recipe("laptop")
+    assert chosen.get("bert") == bf.FINE_TUNING["bert"], \
+        "results/bert-recipe/ chose otherwise: run `experiment bert-recipe --methods bert` for trec and rt, then update FINE_TUNING"
+    assert bf.FINE_TUNING["bert-mlm"] == bf.FINE_TUNING["bert-ltr"] == bf.FINE_TUNING["bert"]     # Table 5: one recipe
+    assert bf.method_config("bert-ltr", "laptop").lr == bf.CANDIDATES[bf.FINE_TUNING["bert"]]["lr"]
