@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from minilib import tasks, widgets
 from minilib.data.vectors import WordVectors
@@ -70,10 +71,22 @@ def test_train_head_finds_the_informative_layer(one_thread):
     tx, ty = toy_features(N_TRAIN, 3, 0)
     vx, vy = toy_features(N_TEST, 3, 1)
     config = ed.DownstreamConfig(epochs=15, lr=3e-2)   # toy data: a faster LR than real features need
-    res = ed.train_head({"elmo": tx}, ty, {"elmo": vx}, vy, config, seed=0)
+    res = ed.train_head({"elmo": tx}, ty, {"elmo": vx}, vy, config, seed=0, n_classes=2)
     assert res["accuracy"] > 0.9 and len(res["curve"]) == 15
     assert res["curve"][-1]["train_loss"] < res["curve"][0]["train_loss"]
     assert sum(res["layer_weights"]) == pytest.approx(1.0) and np.argmax(res["layer_weights"]) == 1
+
+
+def test_train_head_has_a_class_per_label_of_a_multiclass_task(one_thread):
+    """TREC has 6 classes: the head was once built with RT's 2 and failed on label 2 ("Target 3 is out of bounds")."""
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(40) % 4
+    x = torch.randn(40, 3, 8, generator=g) + nn.functional.one_hot(y, 8).float()[:, None, :] * 3
+    res = ed.train_head({"elmo": x}, y, {"elmo": x}, y, ed.DownstreamConfig(epochs=10, lr=3e-2), seed=0, n_classes=4)
+    assert res["accuracy"] > 0.9
+    lam, scores = ed.choose_l2({"elmo": x}, y, ed.DownstreamConfig(epochs=2, l2_grid=(0.0, 1.0), cv_folds=2), seed=0,
+                               n_classes=4)
+    assert set(scores) == {0.0, 1.0}
 
 
 def test_run_point_caches_and_elmo_beats_static(toy_task):
@@ -95,13 +108,13 @@ def test_run_point_caches_and_elmo_beats_static(toy_task):
 def test_choose_l2_cross_validates_inside_the_labelled_sample(monkeypatch):
     calls = []
 
-    def fake_train_head(tx, ty, vx, vy, config, seed, stats=None, l2=0.0):
+    def fake_train_head(tx, ty, vx, vy, config, seed, stats=None, l2=0.0, *, n_classes):
         calls.append((l2, tx["elmo"][:, 0, 0].long().tolist(), vx["elmo"][:, 0, 0].long().tolist(), vy.tolist()))
         return {"accuracy": {1e-4: 0.6, 1e-2: 0.7, 1.0: 0.7}[l2]}
     monkeypatch.setattr(ed, "train_head", fake_train_head)
     x, y = torch.arange(30.0).reshape(30, 1, 1), torch.arange(30) % 2          # item i has feature i
     config = ed.DownstreamConfig(l2_grid=(1e-4, 1e-2, 1.0), cv_folds=3)
-    lam, scores = ed.choose_l2({"elmo": x}, y, config, seed=0)
+    lam, scores = ed.choose_l2({"elmo": x}, y, config, seed=0, n_classes=2)
     assert scores == pytest.approx({1e-4: 0.6, 1e-2: 0.7, 1.0: 0.7}) and lam == 1.0    # a tie goes to the stronger L2
     assert len(calls) == 9
     for l2 in config.l2_grid:
@@ -111,7 +124,7 @@ def test_choose_l2_cross_validates_inside_the_labelled_sample(monkeypatch):
         for _, train, val, val_y in folds:
             assert not set(train) & set(val) and len(train) + len(val) == 30
             assert val_y == [i % 2 for i in val] and sum(val_y) == 5              # stratified: 5 of each class
-    assert ed.choose_l2({"elmo": x}, y, ed.DownstreamConfig(l2_grid=(0.5,)), seed=0) == (0.5, {})
+    assert ed.choose_l2({"elmo": x}, y, ed.DownstreamConfig(l2_grid=(0.5,)), seed=0, n_classes=2) == (0.5, {})
 
 
 def test_label_count_messages():

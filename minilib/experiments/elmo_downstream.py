@@ -202,8 +202,9 @@ class PooledClassifier(nn.Module):
 
 
 def train_head(train_x: dict, train_y: torch.Tensor, test_x: dict, test_y: torch.Tensor,
-               config: DownstreamConfig, seed: int, stats: dict | None = None, l2: float = 0.0) -> dict:
-    """Train a PooledClassifier on {kind: (N, L, D)} features with the loss cross-entropy + l2/2·‖W‖² (W: the
+               config: DownstreamConfig, seed: int, stats: dict | None = None, l2: float = 0.0, *,
+               n_classes: int) -> dict:
+    """Train a PooledClassifier (n_classes outputs) on {kind: (N, L, D)} features with the loss cross-entropy + l2/2·‖W‖² (W: the
     linear head's weights); return the final test accuracy, the per-epoch curve and the learned ELMo layer
     weights. `stats` (kind -> (mean, std)) default to the training sample's."""
     if isinstance(train_x, torch.Tensor):
@@ -211,7 +212,7 @@ def train_head(train_x: dict, train_y: torch.Tensor, test_x: dict, test_y: torch
     stats = stats or {k: (v.mean(0), v.std(0).clamp_min(1e-6)) for k, v in train_x.items()}
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
-    model = PooledClassifier({k: tuple(v.shape[1:]) for k, v in train_x.items()}, 2, stats, dropout=config.dropout)
+    model = PooledClassifier({k: tuple(v.shape[1:]) for k, v in train_x.items()}, n_classes, stats, dropout=config.dropout)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     n = len(train_y)
     reps = grid.repeats_per_epoch(n, config.batch_size, config.min_steps_per_epoch)   # 1 unless n is tiny
@@ -242,7 +243,7 @@ def train_head(train_x: dict, train_y: torch.Tensor, test_x: dict, test_y: torch
 
 
 def choose_l2(train_x: dict, train_y: torch.Tensor, config: DownstreamConfig, seed: int,
-              stats: dict | None = None) -> tuple[float, dict[float, float]]:
+              stats: dict | None = None, *, n_classes: int) -> tuple[float, dict[float, float]]:
     """The L2 strength from `config.l2_grid` with the best mean validation accuracy over a stratified
     `config.cv_folds`-fold split of the labelled sample itself (the test split is never seen); ties go to the
     stronger L2. Returns (λ, {λ: mean validation accuracy})."""
@@ -261,7 +262,8 @@ def choose_l2(train_x: dict, train_y: torch.Tensor, config: DownstreamConfig, se
         for f in range(config.cv_folds):
             tr, va = torch.from_numpy(np.flatnonzero(fold != f)), torch.from_numpy(np.flatnonzero(fold == f))
             res = train_head({k: v[tr] for k, v in train_x.items()}, train_y[tr],
-                             {k: v[va] for k, v in train_x.items()}, train_y[va], config, seed, stats, l2=lam)
+                             {k: v[va] for k, v in train_x.items()}, train_y[va], config, seed, stats, l2=lam,
+                             n_classes=n_classes)
             accs.append(res["accuracy"])
         scores[lam] = float(np.mean(accs))
     best = max(grid, key=lambda lam: (scores[lam], lam))
@@ -294,8 +296,8 @@ def train_arm(task, idx, seed: int, point: dict, checkpoint, *, arm: str, log=pr
     stats = {k: (v.mean(0), v.std(0).clamp_min(1e-6)) for k, v in train_all.items()}
     idx = torch.as_tensor(np.asarray(idx))
     train_x, train_y = {k: v[idx] for k, v in train_all.items()}, torch.tensor(labels)[idx]
-    l2, cv = choose_l2(train_x, train_y, config, seed, stats)     # on the labelled sample only
-    result = train_head(train_x, train_y, test_x, test_y, config, seed, stats, l2=l2)
+    l2, cv = choose_l2(train_x, train_y, config, seed, stats, n_classes=task.n_classes)   # on the labelled sample only
+    result = train_head(train_x, train_y, test_x, test_y, config, seed, stats, l2=l2, n_classes=task.n_classes)
     return {"arm": arm, **result, "l2": l2, "cv_accuracy": {str(k): v for k, v in cv.items()}, "n_test": len(test_y)}
 
 
