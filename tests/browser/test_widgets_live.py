@@ -339,3 +339,22 @@ def test_sample_efficiency_explorer(lesson, name):
     height = w.root.bounding_box()["height"]
     w.check(height <= 820, f"the widget is {height:.0f} px high: taller than a projected screen")
     w.report()
+
+
+CLOZE_SENTENCES = ["the [MASK] of the river rose after the storm .", "she [MASK] the letter and [MASK] it away .",
+                   "the [MASK] barked at the postman all night .", "[MASK] people voted in the election .",
+                   "the city council [MASK] the new budget .", "he drank a cup of [MASK] .",
+                   "the [MASK] was closed on [MASK] .", "they went to the [MASK] to buy bread .",
+                   "the war ended in [MASK] .", "a [MASK] of birds flew over the [MASK] ."]
+
+
+def test_cloze_explorer(lesson):
+    w = widget(lesson("07-bert"), "cloze_explorer", "widgets.cloze_explorer(")
+    box = w.root.locator("input[type=text]").first
+    for text in CLOZE_SENTENCES[:REPEAT]:
+        w.act(f"sentence {text!r}", type_into(w, box, text))   # one blank, two blanks, one, ...: the picker follows
+    choose_each_option(w, times=REPEAT)                           # the last sentence has two blanks
+    slide_back_and_forth(w, 0)                                    # top-k
+    height = w.root.bounding_box()["height"]
+    w.check(height <= 820, f"the widget is {height:.0f} px high: taller than a projected screen")
+    w.report()
