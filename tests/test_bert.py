@@ -347,6 +347,7 @@ def test_the_ablations_share_berts_recipe_and_the_search_holds_the_papers_grid()
     assert not bf.method_config("bert-scratch", "laptop").pretrained
     assert bf.default_checkpoint("bert-ltr", "smoke").name == "bert-ltr-laptop.pt"
     assert bf.default_checkpoint("bert-scratch", "laptop").name == "bert-laptop.pt"
+    assert bf.default_checkpoint("bert-mlm", "laptop", (2, 128)).name == "bert-mlm-laptop-2x128.pt"
 
 
 @pytest.fixture(scope="module")
@@ -379,6 +380,28 @@ def test_a_bert_point_fine_tunes_and_scores_once(task, method, objective, tiny_c
     assert 0 <= row["error"] <= 1 and len(row["curve"]) == 1 and row["objective"] == objective
     assert (row["pretrained"] is None) == (method == "bert-scratch")
     assert grid.run_point(task, 20, method, 0, **where) == row                        # cached
+
+
+@pytest.mark.data
+def test_ablations_of_another_shape_are_cached_apart_from_the_chapters(tiny_checkpoints, tmp_path, monkeypatch):
+    from minilib.experiments import bert_finetune as bf
+    from minilib.experiments import grid
+
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    monkeypatch.setattr(grid, "RESULTS", tmp_path)
+    asked = []
+
+    def checkpoint(method, profile=None, shape=None):
+        asked.append(shape)
+        return tiny_checkpoints["ltr" if method == "bert-ltr" else "mlm+nsp"]
+
+    monkeypatch.setattr(bf, "default_checkpoint", checkpoint)
+    rows = bf.ablation_rows("trec", [20], [0], (1, 64), log=None)
+    assert [r["method"] for r in rows] == list(bf.ABLATIONS) and set(asked) == {(1, 64)}
+    assert sorted(p.name for p in (tmp_path / "bert-1x64").iterdir()) == sorted(
+        f"trec-{m}-n20-s0-smoke.json" for m in bf.ABLATIONS)
+    assert bf.ablation_rows("trec", [20], [0], (1, 64), cached_only=True) == rows
+    assert bf.ablation_rows("trec", [20], [0], cached_only=True) == []          # the chapter's shape: not these
 
 
 def test_cloze_guesses_each_blank_bert_from_both_sides_the_lm_from_the_left():
@@ -589,6 +612,27 @@ def test_another_shape_reads_gpts_compute_in_more_tokens_and_names_its_checkpoin
     back = pretrained.load_pretrained(tmp_path / "s.pt", "bert")
     assert (back.model.cfg.n_layer, back.model.cfg.n_embd, back.model.cfg.n_head) == (1, 64, 1)
     assert tuple(recipe.BERTPretrainConfig(**back.meta["config"]).shape) == (1, 64)
+
+
+def test_pretrain_bert_takes_another_mask_rate_from_the_command_line(monkeypatch, tmp_path):
+    from minilib import data
+    from minilib.__main__ import main
+    from minilib.data import tokenizer
+    from minilib.recipes import bert as recipe
+
+    seen = {}
+
+    def stop(cfg, *args, **kwargs):
+        seen["cfg"] = cfg
+        raise LookupError("stopped before training")  # the run itself is not the point here
+
+    monkeypatch.setattr(recipe, "pretrain_bert", stop)
+    monkeypatch.setattr(data, "pretraining_corpus", lambda *a, **k: TEXTS)
+    monkeypatch.setattr(tokenizer, "pretrained_tokenizer", lambda *a, **k: None)
+    for argv, rate in ((["--mask-prob", "0.4"], 0.4), ([], 0.15)):
+        with pytest.raises(LookupError, match="stopped before training"):
+            main(["pretrain", "bert", "--profile", "smoke", "--objective", "mlm", "--out", str(tmp_path / "m.pt"), *argv])
+        assert seen.pop("cfg").mask_prob == rate
 
 
 @pytest.mark.data

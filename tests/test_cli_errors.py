@@ -93,6 +93,16 @@ def test_bad_bert_shape(capsys, shape, message):
     fails_with(capsys, message, "pretrain", "bert", "--profile", "smoke", "--shape", shape)
 
 
+@pytest.mark.parametrize("rate", ["0", "1.5", "-0.1"])
+def test_bad_bert_mask_rate(capsys, rate):
+    fails_with(capsys, "between 0 and 1", "pretrain", "bert", "--profile", "smoke", "--mask-prob", rate)
+
+
+def test_bert_ablations_of_a_shape_never_pretrained_names_the_command(capsys, monkeypatch):
+    monkeypatch.setenv("MINILIB_PROFILE", "laptop")
+    fails_with(capsys, "--shape 1x64", "experiment", "bert-ablations", "--shape", "1x64")
+
+
 def test_bert_plateau_of_a_shape_never_pretrained_names_the_command(capsys):
     fails_with(capsys, "--shape 1x64", "experiment", "bert-plateau", "--profile", "laptop", "--shape", "1x64")
     fails_with(capsys, "multiple of 64", "experiment", "bert-plateau", "--profile", "laptop", "--shape", "1x100")

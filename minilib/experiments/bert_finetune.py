@@ -83,14 +83,14 @@ def method_config(method: str, profile: str) -> BERTFineTuneConfig:
     return config if profile == "smoke" or chosen is None else replace(config, **CANDIDATES[chosen])
 
 
-def default_checkpoint(method: str, profile: str | None = None) -> Path:
-    """The method's pretrained checkpoint of the chapter's SHAPE (bert-scratch: BERT's, for its tokenizer and
-    shape); smoke fine-tunes the laptop ones."""
+def default_checkpoint(method: str, profile: str | None = None, shape: tuple[int, int] | None = None) -> Path:
+    """The method's pretrained checkpoint of `shape` (default: the chapter's SHAPE; bert-scratch: BERT's, for its
+    tokenizer and shape); smoke fine-tunes the laptop ones."""
     from minilib.recipes.bert import default_out
 
     profile = profile or runtime.profile()
     pretrained = "laptop" if profile == "smoke" else profile
-    return default_out(pretrained, OBJECTIVE[method], SHAPE[pretrained])
+    return default_out(pretrained, OBJECTIVE[method], shape or SHAPE[pretrained])
 
 
 def word_pieces(tok, words: list[str]) -> list[list[int]]:
@@ -153,6 +153,23 @@ def ablation_table(rows) -> list[dict[str, Any]]:
             for r in grid.summarize(rows) if r["method"] in ABLATIONS]
 
 
+def ablation_rows(task, label_counts, seeds, shape: tuple[int, int] | None = None, *, cached_only: bool = False,
+                  profile: str | None = None, results_dir: str | Path | None = None, log=print) -> list[dict]:
+    """Table 5's points on `task`, each ablation fine-tuned from its encoder of `shape` (None: the chapter's).
+    Another shape's points are cached apart, in results/bert-<L>x<W>/ (`results_dir` replaces either folder).
+    With cached_only, only what is cached; nothing trains."""
+    prof = profile or runtime.profile()
+    folder = results_dir or (grid.RESULTS / f"bert-{shape[0]}x{shape[1]}" if shape else None)
+    rows = []
+    for m in ABLATIONS:
+        where = dict(checkpoint=default_checkpoint(m, prof, shape), results_dir=folder)
+        if cached_only:
+            rows += [r for n in label_counts for s in seeds if (r := grid.cached_point(task, n, m, s, prof, **where))]
+        else:
+            rows += grid.run_grid(task, [m], label_counts, seeds, log=log, **where)
+    return rows
+
+
 def ablation_line(table) -> str:
     """`pos_mlm_nsp=… pos_mlm=… pos_ltr=… trec_… rt_…`: mean accuracies of a table at one label count."""
     key = {"bert": "mlm_nsp", "bert-mlm": "mlm", "bert-ltr": "ltr"}
@@ -172,7 +189,10 @@ def cli_arguments(p, name: str) -> None:
     p.add_argument("--tasks", default=",".join(ABLATION_TASKS), help=f"comma-separated (default: {','.join(ABLATION_TASKS)})")
     p.add_argument("--labels", default=None, help="comma-separated label counts (default: the profile's, laptop 100,1000)")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default: 3)")
-    p.add_argument("--results-dir", type=Path, default=None, help="where points are cached (default: results/bert)")
+    p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
+                   help="fine-tune the encoders pretrained with `pretrain bert --shape` (cached in results/bert-LxW)")
+    p.add_argument("--results-dir", type=Path, default=None,
+                   help="where points are cached (default: results/bert, or results/bert-LxW for a --shape)")
 
 
 def cli_run(args, name: str) -> int:
@@ -184,10 +204,16 @@ def cli_run(args, name: str) -> int:
         return 0
     if args.seeds < 1:
         raise runtime.UsageError(f"--seeds {args.seeds}: use 1 or more")
+    from minilib.recipes.bert import parse_shape
+
     labels = grid.parse_labels(args.labels) if args.labels else list(ABLATION_LABELS[prof])
+    shape = parse_shape(args.shape) if args.shape else None
+    for m in ABLATIONS if shape else ():
+        if not default_checkpoint(m, prof, shape).is_file():
+            raise runtime.UsageError(f"no {default_checkpoint(m, prof, shape).name}: pretrain it first (python -m "
+                                     f"minilib pretrain bert --objective {OBJECTIVE[m]} --shape {args.shape})")
     rows = [row for t in args.tasks.split(",")
-            for row in grid.run_grid(t.strip(), ABLATIONS, labels, list(range(args.seeds)),
-                                     results_dir=args.results_dir)]
+            for row in ablation_rows(t.strip(), labels, list(range(args.seeds)), shape, results_dir=args.results_dir)]
     first = [r for r in rows if r["labels"] == labels[0]]                     # the line: the first label count
     print(f"{name}: labels={labels[0]} " + ablation_line(ablation_table(first)))
     return 0

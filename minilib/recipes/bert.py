@@ -330,6 +330,8 @@ def add_bert_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then linear to 0)")
     p.add_argument("--max-steps", type=int, default=None,
                    help="stop after this many steps (timing, tests; the run then counts as finished)")
+    p.add_argument("--mask-prob", type=float, default=None,
+                   help="share of tokens the masked LM predicts (default: §3.1's 0.15; give --out a name of its own)")
     p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
                    help="another encoder shape, e.g. 2x128 (heads of 64); it reads GPT's compute in tokens "
                         "(default: the profile's, checkpoints/bert-<profile>.pt; else bert-<profile>-2x128.pt)")
@@ -354,7 +356,10 @@ def pretrain_bert_command(args: argparse.Namespace, command: str | None = None) 
     if args.threads:
         torch.set_num_threads(args.threads)
     shape = parse_shape(args.shape) if args.shape else None
-    overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr), ("shape", shape)) if v is not None}
+    if args.mask_prob is not None and not 0 < args.mask_prob < 1:
+        raise runtime.UsageError(f"--mask-prob {args.mask_prob}: give a share between 0 and 1, e.g. 0.15 (§3.1)")
+    overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr), ("shape", shape),
+                                   ("mask_prob", args.mask_prob)) if v is not None}
     cfg = BERTPretrainConfig.for_profile(prof, args.objective, seed=args.seed, **overrides)
     out = args.out or default_out(prof, args.objective, shape)
     ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
