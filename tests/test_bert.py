@@ -402,6 +402,9 @@ def test_ablations_of_another_shape_are_cached_apart_from_the_chapters(tiny_chec
         f"trec-{m}-n20-s0-smoke.json" for m in bf.ABLATIONS)
     assert bf.ablation_rows("trec", [20], [0], (1, 64), cached_only=True) == rows
     assert bf.ablation_rows("trec", [20], [0], cached_only=True) == []          # the chapter's shape: not these
+    other = bf.ablation_rows("trec", [20], [0], (1, 64), methods=("bert-mlm",), checkpoint=tiny_checkpoints["ltr"],
+                             results_dir=tmp_path / "other", log=None)
+    assert other[0]["checkpoint_sha256"] != rows[1]["checkpoint_sha256"] and other[0]["method"] == "bert-mlm"
 
 
 def test_cloze_guesses_each_blank_bert_from_both_sides_the_lm_from_the_left():

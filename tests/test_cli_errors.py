@@ -103,6 +103,14 @@ def test_bert_ablations_of_a_shape_never_pretrained_names_the_command(capsys, mo
     fails_with(capsys, "--shape 1x64", "experiment", "bert-ablations", "--shape", "1x64")
 
 
+@pytest.mark.parametrize("argv, message", [(["--methods", "bert,elmo"], "--methods elmo"),
+                                           (["--methods", "bert,bert-mlm", "--checkpoint", "x.pt", "--results-dir", "r"],
+                                            "give one of --methods"),
+                                           (["--methods", "bert-mlm", "--checkpoint", "x.pt"], "--results-dir")])
+def test_bert_ablations_bad_methods_or_checkpoint(capsys, argv, message):
+    fails_with(capsys, message, "experiment", "bert-ablations", *argv)
+
+
 def test_bert_plateau_of_a_shape_never_pretrained_names_the_command(capsys):
     fails_with(capsys, "--shape 1x64", "experiment", "bert-plateau", "--profile", "laptop", "--shape", "1x64")
     fails_with(capsys, "multiple of 64", "experiment", "bert-plateau", "--profile", "laptop", "--shape", "1x100")

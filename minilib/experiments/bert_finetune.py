@@ -153,16 +153,18 @@ def ablation_table(rows) -> list[dict[str, Any]]:
             for r in grid.summarize(rows) if r["method"] in ABLATIONS]
 
 
-def ablation_rows(task, label_counts, seeds, shape: tuple[int, int] | None = None, *, cached_only: bool = False,
-                  profile: str | None = None, results_dir: str | Path | None = None, log=print) -> list[dict]:
-    """Table 5's points on `task`, each ablation fine-tuned from its encoder of `shape` (None: the chapter's).
-    Another shape's points are cached apart, in results/bert-<L>x<W>/ (`results_dir` replaces either folder).
-    With cached_only, only what is cached; nothing trains."""
+def ablation_rows(task, label_counts, seeds, shape: tuple[int, int] | None = None, *, methods=ABLATIONS,
+                  checkpoint: str | Path | None = None, cached_only: bool = False, profile: str | None = None,
+                  results_dir: str | Path | None = None, log=print) -> list[dict]:
+    """Table 5's points on `task`, each ablation fine-tuned from its encoder of `shape` (None: the chapter's;
+    `checkpoint` replaces it, e.g. an encoder pretrained with another --mask-prob). Another shape's points are
+    cached apart, in results/bert-<L>x<W>/ (`results_dir` replaces either folder). With cached_only, only what
+    is cached; nothing trains."""
     prof = profile or runtime.profile()
     folder = results_dir or (grid.RESULTS / f"bert-{shape[0]}x{shape[1]}" if shape else None)
     rows = []
-    for m in ABLATIONS:
-        where = dict(checkpoint=default_checkpoint(m, prof, shape), results_dir=folder)
+    for m in methods:
+        where = dict(checkpoint=checkpoint or default_checkpoint(m, prof, shape), results_dir=folder)
         if cached_only:
             rows += [r for n in label_counts for s in seeds if (r := grid.cached_point(task, n, m, s, prof, **where))]
         else:
@@ -191,6 +193,9 @@ def cli_arguments(p, name: str) -> None:
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default: 3)")
     p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
                    help="fine-tune the encoders pretrained with `pretrain bert --shape` (cached in results/bert-LxW)")
+    p.add_argument("--methods", default=",".join(ABLATIONS), help=f"comma-separated (default: {','.join(ABLATIONS)})")
+    p.add_argument("--checkpoint", type=Path, default=None,
+                   help="fine-tune this encoder instead (one method; e.g. one pretrained with --mask-prob)")
     p.add_argument("--results-dir", type=Path, default=None,
                    help="where points are cached (default: results/bert, or results/bert-LxW for a --shape)")
 
@@ -208,12 +213,20 @@ def cli_run(args, name: str) -> int:
 
     labels = grid.parse_labels(args.labels) if args.labels else list(ABLATION_LABELS[prof])
     shape = parse_shape(args.shape) if args.shape else None
-    for m in ABLATIONS if shape else ():
+    methods = [m.strip() for m in args.methods.split(",")]
+    if unknown := [m for m in methods if m not in ABLATIONS]:
+        raise runtime.UsageError(f"--methods {','.join(unknown)}: use some of {','.join(ABLATIONS)}")
+    if args.checkpoint and len(methods) != 1:
+        raise runtime.UsageError("--checkpoint replaces one method's encoder: give one of --methods with it")
+    if args.checkpoint and args.results_dir is None:
+        raise runtime.UsageError("--checkpoint: give --results-dir too, so its points are cached apart from the grid's")
+    for m in methods if shape and not args.checkpoint else ():
         if not default_checkpoint(m, prof, shape).is_file():
             raise runtime.UsageError(f"no {default_checkpoint(m, prof, shape).name}: pretrain it first (python -m "
                                      f"minilib pretrain bert --objective {OBJECTIVE[m]} --shape {args.shape})")
     rows = [row for t in args.tasks.split(",")
-            for row in ablation_rows(t.strip(), labels, list(range(args.seeds)), shape, results_dir=args.results_dir)]
+            for row in ablation_rows(t.strip(), labels, list(range(args.seeds)), shape, methods=methods,
+                                     checkpoint=args.checkpoint, results_dir=args.results_dir)]
     first = [r for r in rows if r["labels"] == labels[0]]                     # the line: the first label count
     print(f"{name}: labels={labels[0]} " + ablation_line(ablation_table(first)))
     return 0
