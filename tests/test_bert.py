@@ -473,7 +473,7 @@ def test_pairs_start_at_every_sentence_and_never_in_shuffled_sentences():
 
 # ----------------------------------------------------------------------------- the shipped checkpoints
 
-SHIPPED_BERT = sorted((Path(__file__).parents[1] / "checkpoints").glob("bert*-laptop.pt"))
+SHIPPED_BERT = sorted((Path(__file__).parents[1] / "checkpoints").glob("bert*-laptop*.pt"))   # every shape
 
 
 @pytest.mark.skipif(not SHIPPED_BERT, reason="no shipped BERT checkpoint in checkpoints/ yet")
@@ -490,7 +490,8 @@ def test_shipped_bert_remeasures_its_held_out_loss_at_gpts_compute(path, one_thr
     model, tok, meta = load_pretrained(path, "bert")
     config = BERTPretrainConfig(**meta["config"])
     assert path.stat().st_size <= 30e6
-    assert default_out("laptop", config.objective, config.shape).name == path.name
+    if config.mask_prob == BERTPretrainConfig.mask_prob:         # another rate is saved under a name of its own
+        assert default_out("laptop", config.objective, config.shape).name == path.name
     m = meta["metrics"]
     tokens_per_step = config.batch_size * model.cfg.block_size
     assert abs(m["train_tokens_seen"] - equal_compute_tokens("laptop", config.objective, shape=config.shape)) \
