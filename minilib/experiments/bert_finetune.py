@@ -165,10 +165,8 @@ def ablation_rows(task, label_counts, seeds, shape: tuple[int, int] | None = Non
     rows = []
     for m in methods:
         where = dict(checkpoint=checkpoint or default_checkpoint(m, prof, shape), results_dir=folder)
-        if cached_only:
-            rows += [r for n in label_counts for s in seeds if (r := grid.cached_point(task, n, m, s, prof, **where))]
-        else:
-            rows += grid.run_grid(task, [m], label_counts, seeds, log=log, **where)
+        rows += (grid.cached_rows(task, [m], label_counts, seeds, prof, **where) if cached_only
+                 else grid.run_grid(task, [m], label_counts, seeds, log=log, **where))
     return rows
 
 

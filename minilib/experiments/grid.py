@@ -186,9 +186,10 @@ def run_grid(task, methods: Sequence[str], label_counts: Sequence, seeds: Sequen
 
 
 def cached_rows(task, methods: Sequence[str], label_counts: Sequence, seeds: Sequence[int],
-                profile: str | None = None, results_dir: str | Path | None = None) -> list[dict[str, Any]]:
+                profile: str | None = None, results_dir: str | Path | None = None,
+                checkpoint: str | Path | None = None) -> list[dict[str, Any]]:
     """Every cached point of this grid (what a widget or lesson shows at once; nothing trains)."""
-    rows = [cached_point(task, n, m, s, profile, results_dir=results_dir)
+    rows = [cached_point(task, n, m, s, profile, results_dir=results_dir, checkpoint=checkpoint)
             for n in label_counts for m in methods for s in seeds]
     return [r for r in rows if r is not None]
 
