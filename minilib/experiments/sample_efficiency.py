@@ -373,7 +373,8 @@ def cli_arguments(p, name: str) -> None:
                         + (f"; ablations: {ABLATION_LABELS['laptop']} at laptop)" if name == "ulmfit-ablations" else ")"))
     if name == "sample-efficiency":
         p.add_argument("--methods", default=",".join(METHODS),
-                       help=f"comma-separated: {', '.join(RECIPES)}, or a baseline (majority, bow-lr, glove-lr, sgns-lr)")
+                       help=f"comma-separated: {', '.join(RECIPES)}, a baseline (majority, bow-lr, glove-lr, sgns-lr) "
+                            "or a later chapter's method (e.g. gpt-scratch,gpt; bert-scratch,bert)")
     p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the profile's)")
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="pretrained AWD-LSTM (default: checkpoints/awd-lstm-<profile>.pt)")
