@@ -16,7 +16,7 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -67,9 +67,11 @@ class Task:
         counts = Counter(self.flat_labels(split))
         return {self.classes[c]: counts[c] for c in range(self.n_classes)}
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
-        """sha256 of everything a score depends on: kind, classes and both splits (the cache key of every point)."""
+        """sha256 of everything a score depends on: kind, classes and both splits (the cache key of every point).
+        Computed once per task object (a task is never changed after it is built): a league reads hundreds of
+        cached points, and hashing 50k tagged sentences for each took most of its time."""
         h = hashlib.sha256(json.dumps([self.kind, list(self.classes)]).encode())
         for split in (self.train, self.test):
             h.update(json.dumps([split.texts, split.labels], ensure_ascii=False).encode())
