@@ -44,22 +44,20 @@ chapters:
    read more and more raw text.
 4. **Compute:** what pretraining cost against what fine-tuning costs.
 
-> **⏱ The 50-minute class path** runs the setup cell and the sections marked ⏱:
-> the timeline (5 min), §1 the league and its widget (15 min), §2 scaling and
-> its widget (15 min), §3 the flywheel (5 min), §4 compute (5 min) and the
-> summary (5 min).
+> **⏱ The 50-minute class path** runs the setup cell (the timeline of what came
+> after BERT) and the sections marked ⏱: §1 (the league and its widget, 15 min),
+> §2 (scaling and its widget, 15 min), §3 (the flywheel, 10 min), §4 (compute,
+> 5 min) and the summary (5 min).
 """)
 
 code(r"""
-import json
-
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
 
 from minilib import provenance, runtime, story, viz, widgets
 from minilib.exercises import check, compare_prediction
-from minilib.experiments import compute, flywheel, league, scaling
+from minilib.experiments import compute, flywheel, grid, league, scaling
 
 PROFILE = runtime.profile()
 GRID_PROFILE = "laptop"      # the cached results the lesson shows, at every profile
@@ -68,6 +66,8 @@ viz.timeline(story.MILESTONES + story.AFTERWARDS, ax=ax,
              title="After BERT: the same recipe, more text, bigger models (chapter 08's milestones to the right)")
 plt.show()
 after = {m.name: m for m in story.AFTERWARDS}
+print(f"profile {PROFILE}; every result below is read from results/ ({GRID_PROFILE} runs), nothing trains here "
+      "unless you ask it to")
 print(f"from BERT ({story.MILESTONES[-1].date}) to GPT-3 ({after['GPT-3'].date}): "
       f"{len(story.AFTERWARDS)} milestones in {int(after['GPT-3'].date[:4]) - int(story.MILESTONES[-1].date[:4])} years")
 """)
@@ -90,6 +90,15 @@ complete = sum(c["error"] is not None and c["seeds"] == len(league.SEEDS) for c 
 runnable = sum(c["reason"] in (None, "not run") for c in cells)
 print(f"{complete} of {runnable} runnable cells have all {len(league.SEEDS)} seeds "
       f"({len(cells) - runnable} cells cannot run: an era with no method for the task)")
+todo = [p for p in league.missing(GRID_PROFILE) if p["reason"] is None]
+missing_s = {}
+for p in todo:
+    key = (p["task"], p["labels"], p["method"])
+    missing_s[key] = missing_s.get(key, 0.0) + (p["estimate_s"] or 0.0)
+for (t, n, m), seconds in sorted(missing_s.items(), key=lambda kv: kv[1]):
+    print(f"  missing: {t} at {n} labels, {m}: about {league.duration(seconds)} of CPU for its seeds")
+print(f"all missing points: about {league.duration(sum(missing_s.values()))} of CPU on one thread "
+      f"(`python -m minilib experiment league` trains them, cached and resumable)")
 for t in league.TASKS:
     for n in league.LABELS:
         column = [c for c in cells if c["task"] == t and c["labels"] == n and c["error"] is not None]
@@ -142,13 +151,67 @@ for sweep, kaplan in (("params", scaling.KAPLAN["alpha_params"]), ("tokens", sca
 """)
 
 md(r"""
-Kaplan's models were 4 to 6 orders of magnitude larger and read 22 billion
-tokens, far from any floor. Our size sweep gives every model the same 1.6M
-tokens, so the larger ones run short of data and the curve bends towards a
-floor (what c absorbs); the token sweep has no such floor at its size. The
-ratios above say how close each exponent comes to theirs. The use of a power
-law is prediction: pick a compute budget and read what each fitted law
-predicts there, beside the measured point:
+The fit is the chapter's model, and it is small enough to read: for a guessed
+floor c, log(L − c) against log x is a straight line, and c is chosen where
+that line fits L best.
+""")
+
+code(r"""
+display(Markdown(viz.source(scaling.fit_power_law, start="    log_x = np.log(x)")))
+display(Markdown(viz.source(scaling.training_flops, start="    return")))
+""")
+
+md(r"""
+Kaplan's models were several orders of magnitude larger than ours and read
+billions of tokens. Where the fitted floor c sits says whether a sweep ran
+into a limit other than its x:
+""")
+
+code(r"""
+for sweep, what in (("params", "model size"), ("tokens", "tokens read")):
+    fit, runs = summary["fits"][sweep]["offset"], summary["runs"][sweep]
+    best = min(r["valid_nats_per_token"] for r in runs)
+    if fit["c"] > 0:
+        print(f"{what}: the fitted floor c = {fit['c']:.3f} nats/token is {best - fit['c']:.3f} below the best run "
+              f"({best:.3f}): the curve bends, growing {what} buys less and less here")
+    else:
+        print(f"{what}: the best fit has no floor (c = 0): the loss still falls as a pure power law at {best:.3f}")
+fixed = summary["fits"]["params"]["tokens"]
+print(f"the size sweep gives every model the same {fixed:,} tokens; its largest model has "
+      f"{max(r['params'] for r in summary['runs']['params']):,} non-embedding parameters, "
+      f"{fixed / max(r['params'] for r in summary['runs']['params']):.1f} tokens per parameter "
+      f"(Hoffmann et al. 2022, Table 3: about 20 at the compute-optimal size)")
+""")
+
+md(r"""
+The use of a power law is prediction. One point, trained here: the token
+sweep's model on a budget between two of the sweep's (three times its second),
+first predicted by the token fit, then trained on the same text with the same
+recipe (about two minutes on a laptop CPU; at the smoke profile a tiny model on
+a tiny corpus, which only checks the plumbing).
+""")
+
+code(r"""
+live_profile = "smoke" if PROFILE == "smoke" else GRID_PROFILE     # the fit's own sizes and tokenizer
+live_config = scaling.SIZES[live_profile]
+live_budget = 3 * live_config.token_budgets[1]
+token_fit = summary["fits"]["tokens"]["offset"]
+live = scaling.train_point(live_config.token_shape, live_budget, live_config, scaling.Corpus(live_profile, live_config))
+print(f"trained {live['shape']} on {live['tokens']:,} tokens in {live['seconds']:.0f} s: held-out "
+      f"{live['valid_nats_per_token']:.3f} nats/token")
+if PROFILE != "smoke":
+    predicted = float(scaling.predict(token_fit, live["tokens"]))
+    worst = max(abs(float(scaling.predict(token_fit, r["tokens"])) - r["valid_nats_per_token"])
+                for r in summary["runs"]["tokens"])
+    miss = live["valid_nats_per_token"] - predicted
+    print(f"the token fit predicted {predicted:.3f}: off by {miss:+.3f}, against its worst miss on the runs it was "
+          f"fitted to, {worst:.3f}")
+    assert abs(miss) <= worst, "the fitted law should predict a point inside its range as well as it fits its own runs"
+""")
+
+md(r"""
+Now pick any compute budget and read what each fitted law predicts there,
+beside the measured point nearest to it:
 """)
 
 code(r"""
@@ -158,30 +221,65 @@ widgets.scaling_explorer(summary)
 md(r"""
 ## 3. ⏱ The flywheel: the same labels, more raw text
 
-GPT's pretraining (chapter 06) saved its weights every 1M tokens. Fine-tune each
-snapshot on the same 100 labelled examples (trec and pos, three seeds, the same
-recipe): the only thing that changes is how much unlabelled text the starting
-point had read.
+GPT's pretraining (chapter 06) keeps a snapshot of its weights every 500 steps
+(1.02M tokens). Fine-tune snapshots on the same 100 labelled examples — trec's
+questions and pos's tagged sentences, three seeds, chapter 06's `gpt` recipe —
+and the only thing that changes is how much unlabelled text the starting point
+had read: nothing, then each doubling up to the shipped checkpoint. (The
+snapshots are 10 MB each and not shipped: they come from re-running
+`python -m minilib pretrain gpt` with the shipped checkpoint's recipe and seed;
+the last point *is* the shipped checkpoint, shared with the league.)
 """)
 
 code(r"""
 fly = flywheel.cached_result(GRID_PROFILE)
 flywheel.plot(fly); plt.show()
+rows = [[f"{p['step']:,}", f"{p['tokens']:,}", f"{p['valid_nats_per_token']:.3f}"] +
+        [f"{p[t]['accuracy']:.1%} ± {p[t]['accuracy_std']:.1%}" for t in fly["tasks"]] for p in fly["points"]]
+display(Markdown(viz.markdown_table(["step", "tokens read", "held-out LM loss (nats/token)"] +
+                                    [f"{t} accuracy at {fly['labels']} labels" for t in fly["tasks"]], rows)))
 print(flywheel.summary_line(fly))
 for task in fly["tasks"]:
-    first, last = fly["points"][0][task], fly["points"][-1][task]
+    accs = [p[task] for p in fly["points"]]
+    first, last = accs[0], accs[-1]
     gain, spread = last["accuracy"] - first["accuracy"], last["accuracy_std"] + first["accuracy_std"]
-    print(f"{task}: {first['accuracy']:.1%} from the untrained network → {last['accuracy']:.1%} after "
-          f"{fly['points'][-1]['tokens']:,} tokens: " +
-          ("more text bought accuracy" if gain > spread else "no gain beyond the seeds' spread"))
+    falls = [i for i in range(1, len(accs)) if accs[i]["accuracy"] + accs[i]["accuracy_std"]
+             < accs[i - 1]["accuracy"] - accs[i - 1]["accuracy_std"]]
+    line = (f"{task}: {first['accuracy']:.1%} from the untrained network → {last['accuracy']:.1%} after "
+            f"{fly['points'][-1]['tokens']:,} tokens: " +
+            (f"more text bought {gain:+.1%} (beyond the seeds' spread {spread:.1%})" if gain > spread else
+             f"no gain beyond the seeds' spread ({gain:+.1%} against {spread:.1%})"))
+    if falls:
+        line += "; it fell beyond the spread after " + ", ".join(f"{fly['points'][i]['tokens']:,}" for i in falls) + " tokens"
+    ref = fly.get("reference", {}).get(task)
+    if ref:
+        line += (f"; the same network trained from random weights on the same labels ({ref['method']}): "
+                 f"{ref['accuracy']:.1%} ± {ref['accuracy_std']:.1%}")
+    print(line)
+losses = [p["valid_nats_per_token"] for p in fly["points"]]
+assert all(b < a for a, b in zip(losses, losses[1:])), "the held-out LM loss should fall at every snapshot"
+pos = [p["pos"]["accuracy"] for p in fly["points"]]
+assert pos[-1] - pos[0] > fly["points"][-1]["pos"]["accuracy_std"] + fly["points"][0]["pos"]["accuracy_std"], \
+    "on pos, the flywheel should pay: more pretraining text, better tagging at the same 100 labels"
+""")
+
+md(r"""
+Why could two tasks answer more text differently? A tagger reads one state per
+word, and each word's state is exactly what the LM objective trains. A question
+classifier reads one state, the last token's, for the whole sentence, and must
+learn from 100 examples to make it say *which kind* of question this is — a
+property the next-word objective does not ask for at our size. Chapter 06's
+`gpt-scratch` line above is the control: where a snapshot's point is not above
+it, the pretraining that snapshot had was not yet paying for that task.
 """)
 
 md(r"""
 ## 4. ⏱ Compute: pretraining is paid once
 
-Training FLOPs counted by code as C ≈ 6·N·D for each shipped model, against one
-fine-tuning run at 100 labels, 1,000 labels and all labels; and two papers'
-budgets computed the same way from the shapes and token counts they state.
+Training FLOPs counted by code as C ≈ 6·N·D (Kaplan §2.1: N non-embedding
+parameters, D tokens) for each shipped model, against one fine-tuning run at
+100 labels, 1,000 labels and all labels; and two papers' budgets counted the
+same way from the shapes and token counts they state.
 """)
 
 code(r"""
@@ -193,17 +291,32 @@ for model, fine in cost["fine_tuning"].items():
     for r in fine:
         print(f"{model} on {r['task']} with {r['labels']} labels: {r['flops']:.2e} FLOPs = "
               f"pretraining / {r['pretraining_multiple']:,.0f}")
-gpt = cost["pretraining"]["gpt"]["flops"]
+fine = [dict(r, model=model) for model, runs in cost["fine_tuning"].items() for r in runs]
+for n in dict.fromkeys(r["labels"] for r in fine):
+    multiples = [r["pretraining_multiple"] for r in fine if r["labels"] == n]
+    print(f"one fine-tuning run at {n} labels costs 1/{max(multiples):,.0f} to 1/{min(multiples):,.0f} "
+          f"of its model's pretraining")
+cost_gpt = gpt = cost["pretraining"]["gpt"]["flops"]
 for p in cost["papers"]:
-    print(f"{p['name']}: {p['flops'] / gpt:,.0f}× our GPT's pretraining")
+    reported = f" (the paper reports {p['reported_flops']:.2e})" if p.get("reported_flops") else ""
+    print(f"{p['name']} ({p['source']}): {p['flops']:.2e} FLOPs{reported}, {p['flops'] / gpt:,.0f}× our GPT's "
+          f"pretraining ({np.log10(p['flops'] / gpt):.1f} orders of magnitude)")
+dearest = min(fine, key=lambda r: r["pretraining_multiple"])
+print(f"the dearest fine-tuning run here, {dearest['model']} on {dearest['task']} with all {dearest['n_labels']:,} "
+      f"labels, read {dearest['tokens']:,} tokens over its epochs against its pretraining's "
+      f"{cost['pretraining'][dearest['model']]['tokens']:,}: 1/{dearest['pretraining_multiple']:,.0f} of the pretraining's FLOPs")
 """)
 
 md(r"""
+A fine-tuning run reads only the task's labelled text, however much text the
+pretraining read; so the bigger the pretraining, the smaller each task's share
+of the bill, and one pretrained model, paid for once, serves every task.
+
 ## Exercises
 
 **1. Fit a power law by hand.** Take the size sweep's runs and fit the pure
 power law L = a·N^−α yourself: a straight line through (log N, log L). Your α
-should match `scaling.fit_power_law(..., offset=False)`.
+should match the `pure` fit above.
 """)
 
 code(r"""
@@ -217,26 +330,55 @@ check("α of the pure power law", my_alpha, summary["fits"]["params"]["pure"]["a
 
 md(r"""
 **2. (open) Predict, then train.** Choose a model shape the sweep did not train
-(e.g. 2 layers × 96) at the sweep's token budget. Write the held-out loss the
-size fit predicts for it *before* you train it, then train it (a few minutes on
-a CPU) and compare.
+(e.g. 3 layers × 96) at the sweep's token budget. Before you train it, write the
+held-out loss the size fit predicts for it: its N is about 12 · layers · width²
+(Kaplan §2.1), and `scaling.predict(fit, N)` reads the fitted law there. Then
+train it (about 5–15 minutes on one CPU thread) and see how far off the law
+was, against how far off it was on the runs it was fitted to.
 """)
 
 code(r"""
-my_shape = None          # (layers, width), e.g. (2, 96)
-my_prediction = None     # the loss the fit predicts, in nats per token: compute it with scaling.predict
+my_shape = None          # (layers, width), e.g. (3, 96): width a multiple of 32
+my_prediction = None     # the size fit's loss for your shape, in nats per token: compute it
 
-def train_my_shape():
-    config = scaling.SIZES[GRID_PROFILE]          # the sweep's recipe and budget (minutes on one CPU thread)
-    row = scaling.train_point(my_shape, config.fixed_tokens, config, scaling.Corpus(GRID_PROFILE, config))
-    return row["valid_nats_per_token"]
-
-if my_shape is not None and my_prediction is not None:
-    measured = train_my_shape()
-    print(f"predicted {my_prediction:.3f}, measured {measured:.3f} nats per token "
-          f"({abs(measured - my_prediction) / measured:.1%} off)")
-else:
+fit = summary["fits"]["params"]["offset"]
+if my_shape is None or my_prediction is None:
     print("✎ set my_shape and my_prediction, then run this cell again")
+else:
+    layers, width = my_shape
+    check("your prediction is the size fit's", my_prediction, float(scaling.predict(fit, 12 * layers * width ** 2)),
+          rel_tol=0.01, hint="scaling.predict(fit, 12 * layers * width ** 2)")
+    config = scaling.SIZES[GRID_PROFILE]       # the sweep's recipe and token budget
+    row = scaling.train_point(my_shape, config.fixed_tokens, config, scaling.Corpus(GRID_PROFILE, config))
+    worst = max(abs(float(scaling.predict(fit, r["params"])) - r["valid_nats_per_token"]) for r in runs)
+    miss = row["valid_nats_per_token"] - my_prediction
+    print(f"{row['shape']}: {row['params']:,} non-embedding parameters; predicted {my_prediction:.3f}, measured "
+          f"{row['valid_nats_per_token']:.3f} nats/token ({miss:+.3f}); the fit's worst miss on its own runs: "
+          f"{worst:.3f}")
+    print("the law predicted your run as well as it fits its own" if abs(miss) <= worst else
+          "your run is further from the law than any run it was fitted to: is your shape outside the sweep's range?")
+""")
+
+md(r"""
+**3. (open) A column the league does not have.** Pick a label count between the
+league's (say 300 trec questions). Predict first: will GPT, fine-tuned, make
+fewer test errors there than a bag-of-words logistic regression? The cell
+trains both on the same sample (seed 0; GPT takes a few minutes on a CPU) and
+checks your prediction against your run.
+""")
+
+code(r"""
+my_task, my_labels = "trec", 300     # pos, trec or rt; a label count
+my_prediction = None                 # "gpt" or "bow-lr": the one with fewer test errors — write it before you run
+
+def fewer_errors():
+    folder = provenance.REPO_ROOT / ".cache" / "exercise08"          # your points, cached apart from the league's
+    g, b = (grid.run_point(my_task, my_labels, m, 0, results_dir=folder) for m in ("gpt", "bow-lr"))
+    print(f"{my_task}, {g['n_labels']} labels: GPT {g['error']:.3f} test error, bag of words {b['error']:.3f}")
+    return "gpt" if g["error"] < b["error"] else "bow-lr"
+
+compare_prediction(f"fewer errors on {my_task} at {my_labels} labels", my_prediction, fewer_errors, ("gpt", "bow-lr"),
+                   hint="read §1's table on both sides of your label count");
 """)
 
 md(r"""
@@ -244,11 +386,20 @@ md(r"""
 """)
 
 code(r"""
-print(f"The league: {complete} of {runnable} cells complete at {GRID_PROFILE} sizes.")
-p, t = summary["fits"]["params"]["offset"], summary["fits"]["tokens"]["offset"]
-print(f"Scaling: loss falls as a power law in parameters (α = {p['alpha']:.3f}, R² {p['r2']:.3f}) and in tokens "
-      f"(α = {t['alpha']:.3f}, R² {t['r2']:.3f}) at our scale.")
-print(flywheel.summary_line(fly))
+p_fit, t_fit = summary["fits"]["params"]["offset"], summary["fits"]["tokens"]["offset"]
+lines = [f"- The league: {complete} of {runnable} cells complete at {GRID_PROFILE} sizes; "
+         f"the missing ones need about {league.duration(sum(missing_s.values()))} of CPU.",
+         f"- Scaling: held-out loss falls as a power law in parameters (α = {p_fit['alpha']:.3f}, floor "
+         f"{p_fit['c']:.2f} nats, R² {p_fit['r2']:.3f}) and in tokens (α = {t_fit['alpha']:.3f}, R² "
+         f"{t_fit['r2']:.3f}); Kaplan et al.'s tokens exponent is {scaling.KAPLAN['alpha_tokens']}, ours "
+         f"{t_fit['alpha'] / scaling.KAPLAN['alpha_tokens']:.2f}× it.",
+         "- The flywheel, 100 labels: " + "; ".join(
+             f"{t} {fly['points'][0][t]['accuracy']:.1%} from the untrained network, "
+             f"{fly['points'][-1][t]['accuracy']:.1%} after {fly['points'][-1]['tokens']:,} tokens of pretraining"
+             for t in fly["tasks"]) + ".",
+         f"- Compute: GPT's pretraining cost {cost_gpt:.2e} FLOPs; one fine-tuning run at 100 labels "
+         f"1/{min(r['pretraining_multiple'] for r in fine if r['labels'] == 100):,.0f} of it or less."]
+display(Markdown("\n".join(lines)))
 """)
 
 md(r"""
@@ -263,6 +414,7 @@ md(r"""
 - Nayak, P. (2019, October 25). Understanding searches better than ever before. Google, The Keyword.
 - Kaplan, J., McCandlish, S., Henighan, T., Brown, T. B., Chess, B., Child, R., Gray, S., Radford, A., Wu, J., &
   Amodei, D. (2020). Scaling Laws for Neural Language Models. arXiv:2001.08361.
+- Hoffmann, J., et al. (2022). Training Compute-Optimal Large Language Models. *NeurIPS 2022*. arXiv:2203.15556.
 - Brown, T. B., et al. (2020). Language Models are Few-Shot Learners. *NeurIPS 2020*. arXiv:2005.14165.
 - Devlin, J., Chang, M.-W., Lee, K., & Toutanova, K. (2019). BERT. *NAACL-HLT 2019*. arXiv:1810.04805.
 """)
