@@ -1,8 +1,8 @@
-"""Builds the draft of lesson 08 (the flywheel) as a notebook: python docs/drafts/build_08.py OUT.ipynb.
-A draft: it reads results that take several CPU sessions to make — `experiment league` (fill), `experiment
-scaling --threads 1`, `experiment flywheel` (needs GPT's pretraining snapshots: re-run `pretrain gpt` in the same
-session), `experiment compute` (after the BERT checkpoints land). When they exist, execute it, check every
-printed sentence against its numbers, and move it to lessons/08-the-flywheel.ipynb."""
+"""Builds lesson 08 (the flywheel) as a notebook: python docs/drafts/build_08.py lessons/08-the-flywheel.ipynb, then
+`make lessons`' nbconvert line on it (laptop profile, widget state stored). It reads the grid cache (`experiment
+league`), results/scaling-laptop.json (`experiment scaling --threads 1`), results/flywheel-laptop.json (`experiment
+flywheel --snapshots DIR`, on the snapshots of a `pretrain gpt` re-run) and results/compute-laptop.json (`experiment
+compute`); after a change to any of them, rebuild, execute and check every printed sentence against its numbers."""
 import sys
 
 import nbformat as nbf
