@@ -65,7 +65,7 @@ from IPython.display import Markdown, display
 from minilib import data, provenance, runtime, tasks, viz, widgets
 from minilib.data.mlm import DocumentStream, PairBatches, SpecialTokens, mask_tokens
 from minilib.eval.cloze import bert_cloze, blank_scores, left_to_right_cloze
-from minilib.exercises import check, compare_prediction
+from minilib.exercises import check, compare_prediction, fewest_errors
 from minilib.experiments import bert_finetune as bf, grid
 from minilib.models.bert import BERT, BERTClassifier, BERTTagger, MLMHead, bert_config
 from minilib.models.pretrained import load_pretrained
@@ -659,15 +659,10 @@ trains here, in minutes on a CPU) and checks your prediction against your run.
 
 code(r"""
 my_task, my_labels = "trec", 300      # pos, trec or rt; a label count
-my_prediction = None                  # "bert" or "twin": the one with fewer test errors — write it before you run
+my_prediction = None                  # "bert" or "bert-ltr" (the twin): the one with fewer test errors — write it first
 
-def fewer_errors():
-    folder = provenance.REPO_ROOT / ".cache" / "exercise07"          # your points, cached apart from the grid's
-    b, t = (grid.run_point(my_task, my_labels, m, 0, results_dir=folder) for m in ("bert", "bert-ltr"))
-    print(f"{my_task}, {b['n_labels']} labels: BERT {b['error']:.3f} test error, the twin {t['error']:.3f}")
-    return "bert" if b["error"] < t["error"] else "twin"
-
-compare_prediction(f"fewer errors on {my_task} at {my_labels} labels", my_prediction, fewer_errors, ("bert", "twin"),
+compare_prediction(f"fewer errors on {my_task} at {my_labels} labels", my_prediction,
+                   lambda: fewest_errors(my_task, my_labels, ("bert", "bert-ltr"), "exercise07"), ("bert", "bert-ltr"),
                    hint="§7's table and §4's probe: which encoder's states knew more about words at our compute?");
 """)
 

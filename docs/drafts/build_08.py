@@ -55,9 +55,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
 
-from minilib import provenance, runtime, story, viz, widgets
-from minilib.exercises import check, compare_prediction
-from minilib.experiments import compute, flywheel, grid, league, scaling
+from minilib import runtime, story, viz, widgets
+from minilib.exercises import check, compare_prediction, fewest_errors
+from minilib.experiments import compute, flywheel, league, scaling
 
 PROFILE = runtime.profile()
 GRID_PROFILE = "laptop"      # the cached results the lesson shows, at every profile
@@ -371,13 +371,8 @@ code(r"""
 my_task, my_labels = "trec", 300     # pos, trec or rt; a label count
 my_prediction = None                 # "gpt" or "bow-lr": the one with fewer test errors — write it before you run
 
-def fewer_errors():
-    folder = provenance.REPO_ROOT / ".cache" / "exercise08"          # your points, cached apart from the league's
-    g, b = (grid.run_point(my_task, my_labels, m, 0, results_dir=folder) for m in ("gpt", "bow-lr"))
-    print(f"{my_task}, {g['n_labels']} labels: GPT {g['error']:.3f} test error, bag of words {b['error']:.3f}")
-    return "gpt" if g["error"] < b["error"] else "bow-lr"
-
-compare_prediction(f"fewer errors on {my_task} at {my_labels} labels", my_prediction, fewer_errors, ("gpt", "bow-lr"),
+compare_prediction(f"fewer errors on {my_task} at {my_labels} labels", my_prediction,
+                   lambda: fewest_errors(my_task, my_labels, ("gpt", "bow-lr"), "exercise08"), ("gpt", "bow-lr"),
                    hint="read §1's table on both sides of your label count");
 """)
 
