@@ -47,18 +47,3 @@ def compare_prediction(name: str, predicted, run: Callable[[], Any], choices: tu
           + ("" if agree or not hint else f" — {hint}"))
     return agree
 
-
-def fewest_errors(task, labels, methods: tuple, folder, seed: int = 0) -> str:
-    """An open exercise's experiment: each of `methods` trained on the same labelled sample of `task` (seed
-    `seed`) through the one grid runner, cached in .cache/<folder>/ (or `folder` itself if absolute) apart
-    from the shipped grids; prints
-    their test errors and returns the method with the fewest."""
-    from minilib import provenance
-    from minilib.experiments import grid
-
-    results_dir = provenance.REPO_ROOT / ".cache" / folder
-    rows = {m: grid.run_point(task, labels, m, seed, results_dir=results_dir) for m in methods}
-    n = next(iter(rows.values()))["n_labels"]
-    print(f"{task}, {n:,} labels, seed {seed}: " + ", ".join(f"{m} {r['error']:.3f}" for m, r in rows.items())
-          + " test error")
-    return min(rows, key=lambda m: rows[m]["error"])

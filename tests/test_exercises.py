@@ -29,16 +29,3 @@ def test_compare_prediction_runs_only_after_a_prediction(capsys):
     with pytest.raises(AssertionError, match="did the experiment run"):
         compare_prediction("lead", "larger", lambda: None, choices)
 
-
-def test_fewest_errors_trains_each_method_on_one_sample_and_names_the_best(tmp_path, capsys):
-    from minilib import tasks
-    from minilib.exercises import fewest_errors
-
-    path = tmp_path / "reviews.csv"   # the words give the label away: a bag of words beats the majority class
-    rows = [f"a fine film number {i},pos" if i % 2 else f"a dull film number {i},neg" for i in range(100)]
-    path.write_text("text,label\n" + "\n".join(rows) + "\n")
-    task = tasks.get(path)
-    assert fewest_errors(task, 40, ("majority", "bow-lr"), tmp_path / "points") == "bow-lr"
-    out = capsys.readouterr().out
-    assert "40 labels, seed 0: majority 0.5" in out and "bow-lr 0.000" in out
-    assert len(list((tmp_path / "points").rglob("*.json"))) == 2      # cached apart from the shipped grids

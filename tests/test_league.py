@@ -164,3 +164,11 @@ def test_the_plot_draws_every_method_of_the_lineup_with_a_band(reviews, cache):
 def test_the_shipped_baseline_points_are_read_from_the_shared_cache():
     """The league reads the lessons' own cache keys: trec's shipped baselines at 100 labels are all there."""
     assert league.missing("laptop", ["trec"], [100], ["majority", "bow-lr", "glove-lr", "sgns-lr"], [0, 1, 2]) == []
+
+
+def test_fewest_errors_trains_each_method_on_one_sample_and_names_the_best(reviews, tmp_path, capsys):
+    # the reviews' words give the label away: a bag of words beats the majority class
+    assert grid.fewest_errors(reviews, 40, ("majority", "bow-lr"), tmp_path / "points") == "bow-lr"
+    out = capsys.readouterr().out
+    assert f"{reviews.name}, 40 labels, seed 0: majority 0.5" in out and "bow-lr 0.000" in out
+    assert len(list((tmp_path / "points").rglob("*.json"))) == 2      # cached apart from the shipped grids

@@ -65,7 +65,7 @@ from IPython.display import Markdown, display
 from minilib import data, provenance, runtime, tasks, viz, widgets
 from minilib.data.mlm import DocumentStream, PairBatches, SpecialTokens, mask_tokens
 from minilib.eval.cloze import bert_cloze, blank_scores, left_to_right_cloze
-from minilib.exercises import check, compare_prediction, fewest_errors
+from minilib.exercises import check, compare_prediction
 from minilib.experiments import bert_finetune as bf, grid
 from minilib.models.bert import BERT, BERTClassifier, BERTTagger, MLMHead, bert_config
 from minilib.models.pretrained import load_pretrained
@@ -662,7 +662,7 @@ my_task, my_labels = "trec", 300      # pos, trec or rt; a label count
 my_prediction = None                  # "bert" or "bert-ltr" (the twin): the one with fewer test errors — write it first
 
 compare_prediction(f"fewer errors on {my_task} at {my_labels} labels", my_prediction,
-                   lambda: fewest_errors(my_task, my_labels, ("bert", "bert-ltr"), "exercise07"), ("bert", "bert-ltr"),
+                   lambda: grid.fewest_errors(my_task, my_labels, ("bert", "bert-ltr"), "exercise07"), ("bert", "bert-ltr"),
                    hint="§7's table and §4's probe: which encoder's states knew more about words at our compute?");
 """)
 

@@ -56,8 +56,8 @@ import numpy as np
 from IPython.display import Markdown, display
 
 from minilib import runtime, story, viz, widgets
-from minilib.exercises import check, compare_prediction, fewest_errors
-from minilib.experiments import compute, flywheel, league, scaling
+from minilib.exercises import check, compare_prediction
+from minilib.experiments import compute, flywheel, grid, league, scaling
 
 PROFILE = runtime.profile()
 GRID_PROFILE = "laptop"      # the cached results the lesson shows, at every profile
@@ -372,7 +372,7 @@ my_task, my_labels = "trec", 300     # pos, trec or rt; a label count
 my_prediction = None                 # "gpt" or "bow-lr": the one with fewer test errors — write it before you run
 
 compare_prediction(f"fewer errors on {my_task} at {my_labels} labels", my_prediction,
-                   lambda: fewest_errors(my_task, my_labels, ("gpt", "bow-lr"), "exercise08"), ("gpt", "bow-lr"),
+                   lambda: grid.fewest_errors(my_task, my_labels, ("gpt", "bow-lr"), "exercise08"), ("gpt", "bow-lr"),
                    hint="read §1's table on both sides of your label count");
 """)
 

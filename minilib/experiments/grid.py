@@ -255,3 +255,15 @@ def best_recipe(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         complete = {c: e for c, e in errors.items() if len(e) == max(map(len, errors.values()))}
         chosen[name] = min(complete, key=lambda c: sum(complete[c]) / len(complete[c]))
     return chosen
+
+
+def fewest_errors(task, labels, methods: tuple, folder, seed: int = 0) -> str:
+    """The experiment of a lesson's open exercise (exercises.compare_prediction): each of `methods` trained on
+    the same labelled sample of `task` (seed `seed`) by run_point, cached in .cache/<folder>/ (or `folder`
+    itself if absolute) apart from the shipped grids; prints their test errors, returns the one with fewest."""
+    results_dir = provenance.REPO_ROOT / ".cache" / folder
+    rows = {m: run_point(task, labels, m, seed, results_dir=results_dir) for m in methods}
+    n = next(iter(rows.values()))["n_labels"]
+    print(f"{getattr(task, 'name', task)}, {n:,} labels, seed {seed}: " + ", ".join(f"{m} {r['error']:.3f}" for m, r in rows.items())
+          + " test error")
+    return min(rows, key=lambda m: rows[m]["error"])
