@@ -143,6 +143,13 @@ def test_the_time_estimate_is_a_line_through_the_timed_points(reviews, tmp_path)
     assert league.estimate_seconds(reviews, "bow-lr", 20, "laptop", results) == (None, "never timed")
 
 
+def test_a_fine_tuning_run_reads_its_small_sample_repeated_to_the_minimum_steps():
+    fine_tuning = {"epochs": 10, "batch_size": 32, "min_steps_per_epoch": 20}
+    assert league.examples_read(100, fine_tuning) == 10 * 7 * 100       # 7 repeats reach 20 steps of 32
+    assert league.examples_read(1000, fine_tuning) == 10 * 1000
+    assert league.examples_read(100, {"steps": 400}) == league.examples_read(100, None) == 100
+
+
 def test_the_plot_draws_every_method_of_the_lineup_with_a_band(reviews, cache):
     import matplotlib
     matplotlib.use("Agg")

@@ -161,13 +161,23 @@ def words_per_item(task: tasks.Task) -> float:
     return float(np.mean([words(texts[i]) for i in range(0, len(texts), max(1, len(texts) // 2000))]))
 
 
+def examples_read(n: int, config: dict | None) -> int:
+    """The labelled examples one run reads over its epochs: with a fine-tuning config (epochs, batch_size,
+    min_steps_per_epoch) each epoch repeats a small sample (grid.repeats_per_epoch); otherwise n."""
+    if not config or not all(k in config for k in ("epochs", "batch_size", "min_steps_per_epoch")):
+        return n
+    return config["epochs"] * grid.repeats_per_epoch(n, config["batch_size"], config["min_steps_per_epoch"]) * n
+
+
 def estimate_seconds(task: tasks.Task, method: str, n_labels: int, profile: str,
                      results_dir: str | Path | None = None) -> tuple[float | None, str]:
-    """A rough CPU time for one point, and a note. A straight line in the labelled words (label count x mean
-    words per item) through the method's timed points on this task (note ""), else on its other tasks
-    ("other tasks": a pos sentence is ~2x a trec question); "extrapolated" when the point has over 3x the
-    largest timed count (the line may then be far off, e.g. a point that also computes features of every
-    labelled item). (None, "never timed") without any timed point."""
+    """A rough CPU time for one point, and a note. A straight line in the words a run reads (examples seen x
+    mean words per item) through the method's timed points on this task (note ""), else on its other tasks
+    ("other tasks": a pos sentence is ~2x a trec question); "extrapolated" when the point reads over 3x the
+    most any timed point read (the line may then be far off, e.g. a point that also computes features of
+    every labelled item). Examples seen: a fine-tuning method repeats a small sample to reach its minimum
+    steps per epoch (grid.repeats_per_epoch), so 100 labels read as much as 640; other methods, the label
+    count. (None, "never timed") without any timed point."""
     rows = _timed(method, profile, results_dir)
     same = [r for r in rows if r.get("task") == task.name]
     use, note = (same, "") if same else (rows, "other tasks")
@@ -180,9 +190,9 @@ def estimate_seconds(task: tasks.Task, method: str, n_labels: int, profile: str,
     use = [r for r in use if r["task"] in size]
     if not use:
         return None, "never timed"
-    x = np.array([r["n_labels"] * size[r["task"]] for r in use], dtype=float)   # labelled words
+    x = np.array([examples_read(r["n_labels"], r.get("config")) * size[r["task"]] for r in use], dtype=float)
     s = np.array([r["seconds"] for r in use], dtype=float)
-    want = n_labels * size[task.name]
+    want = examples_read(n_labels, use[-1].get("config")) * size[task.name]
     if len(set(x)) >= 2:
         slope, intercept = np.polyfit(x, s, 1)
         guess = max(intercept + max(slope, 0.0) * want, s.min())
