@@ -46,4 +46,3 @@ def compare_prediction(name: str, predicted, run: Callable[[], Any], choices: tu
     print(f"{'✓' if agree else '✗'} {name}: you predicted {predicted!r}; your run shows {observed!r}"
           + ("" if agree or not hint else f" — {hint}"))
     return agree
-

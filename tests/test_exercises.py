@@ -28,4 +28,3 @@ def test_compare_prediction_runs_only_after_a_prediction(capsys):
         compare_prediction("lead", "bigger", run, choices)
     with pytest.raises(AssertionError, match="did the experiment run"):
         compare_prediction("lead", "larger", lambda: None, choices)
-

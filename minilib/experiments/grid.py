@@ -264,6 +264,6 @@ def fewest_errors(task, labels, methods: tuple, folder, seed: int = 0) -> str:
     results_dir = provenance.REPO_ROOT / ".cache" / folder
     rows = {m: run_point(task, labels, m, seed, results_dir=results_dir) for m in methods}
     n = next(iter(rows.values()))["n_labels"]
-    print(f"{getattr(task, 'name', task)}, {n:,} labels, seed {seed}: " + ", ".join(f"{m} {r['error']:.3f}" for m, r in rows.items())
-          + " test error")
+    errors = ", ".join(f"{m} {r['error']:.3f}" for m, r in rows.items())
+    print(f"{getattr(task, 'name', task)}, {n:,} labels, seed {seed}: {errors} test error")
     return min(rows, key=lambda m: rows[m]["error"])

@@ -28,6 +28,7 @@ import numpy as np
 
 from minilib import provenance, runtime, tasks
 from minilib.experiments import grid
+from minilib.experiments.compute import examples_seen
 from minilib.experiments.grid import ALL
 from minilib.runtime import UsageError
 
@@ -163,10 +164,9 @@ def words_per_item(task: tasks.Task) -> float:
 
 def examples_read(n: int, config: dict | None) -> int:
     """The labelled examples one run reads over its epochs: with a fine-tuning config (epochs, batch_size,
-    min_steps_per_epoch) each epoch repeats a small sample (grid.repeats_per_epoch); otherwise n."""
-    if not config or not all(k in config for k in ("epochs", "batch_size", "min_steps_per_epoch")):
-        return n
-    return config["epochs"] * grid.repeats_per_epoch(n, config["batch_size"], config["min_steps_per_epoch"]) * n
+    min_steps_per_epoch) each epoch repeats a small sample (compute.examples_seen); otherwise n."""
+    keys = ("epochs", "batch_size", "min_steps_per_epoch")
+    return examples_seen(n, *(config[k] for k in keys)) if config and all(k in config for k in keys) else n
 
 
 def estimate_seconds(task: tasks.Task, method: str, n_labels: int, profile: str,
