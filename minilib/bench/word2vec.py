@@ -1,4 +1,8 @@
-"""`python -m minilib bench word2vec`: minilib SGNS vs gensim's Word2Vec (sg=1), same text, one run."""
+"""`python -m minilib bench word2vec`: minilib SGNS vs gensim's Word2Vec (sg=1), same text, one run.
+
+minilib draws its noise words once per centre by default (`--negatives shared`, Ji et al. 2016:
+the same expected gradient, small matrix products instead of a row per pair); `--negatives
+per-pair` times the papers' way, gensim's."""
 from __future__ import annotations
 
 import argparse
@@ -20,8 +24,9 @@ def word2vec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=os.cpu_count(),
                    help="worker threads for both: minilib's Hogwild workers and gensim's workers (default: cores)")
     p.add_argument("--batch-size", type=int, default=4096, help="minilib pairs per step (default 4096)")
-    p.add_argument("--shared-negatives", action="store_true",
-                   help="minilib: context words of a centre share its noise words (faster; see word2vec.py)")
+    p.add_argument("--negatives", choices=("shared", "per-pair"), default="shared",
+                   help="minilib's noise words: shared by the context words of a centre (Ji et al. 2016, the "
+                        "faster step; default) or drawn for each pair (the papers' and gensim's way)")
     p.add_argument("--engine", choices=("hogwild", "learner"), default="hogwild",
                    help="minilib training loop: hogwild (fast sgd_step workers) or learner (minilib.train.Learner)")
     p.add_argument("--device", default=None, help="minilib device: cpu, cuda, mps (default: best available)")
@@ -60,7 +65,8 @@ def bench_word2vec(args: argparse.Namespace) -> int:
           f"(loaded in {time.perf_counter() - t0:.0f}s)")
     print(f"settings: skip-gram, dim {args.dim}, window {args.window}, negative {args.negative}, "
           f"sample {args.sample:g}, min_count {args.min_count}, epochs {args.epochs}, lr {args.lr}, "
-          f"threads {args.threads}; minilib on {device}, torch {torch.__version__}")
+          f"threads {args.threads}; minilib on {device}, torch {torch.__version__}, noise words {args.negatives} "
+          f"({'one set per centre, Ji et al. 2016' if args.negatives == 'shared' else 'per pair, as gensim'})")
 
     reference = StaticVectorsConfig(words=args.words, epochs=args.epochs, dim=args.dim, window=args.window,
                                     negative=args.negative, sample=args.sample, min_count=args.min_count,
@@ -69,7 +75,7 @@ def bench_word2vec(args: argparse.Namespace) -> int:
     def train_minilib():
         config = Word2VecConfig(dim=args.dim, window=args.window, negative=args.negative, sample=args.sample,
                                 min_count=args.min_count, epochs=args.epochs, lr=args.lr,
-                                batch_size=args.batch_size, shared_negatives=args.shared_negatives, seed=args.seed)
+                                batch_size=args.batch_size, shared_negatives=args.negatives == "shared", seed=args.seed)
         cpu_start = time.process_time()
         result = train_word2vec(token_ids, vocab.counts, config, words=vocab.itos, device=device, progress=False,
                                 engine=args.engine, threads=args.threads)
