@@ -32,6 +32,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # the 10-epoch curve still underfits (train loss 0.32 vs scratch's 0.19 on trec): adapt the LM to
     # the task's text for longer first, as fastai's IMDb recipe fine-tunes its LM for 10 epochs
     "a cycle per stage, 10 epochs, LM 10 epochs": {"cycle_per_stage": True, "clf_epochs": 10, "lm_epochs": 10},
+    "a cycle per stage, 20 epochs, LM 10 epochs": {"cycle_per_stage": True, "clf_epochs": 20, "lm_epochs": 10},
 }
 ULMFIT_CANDIDATES = tuple(c for c in CANDIDATES if c != "one cycle, 10 epochs")
 SCRATCH_CANDIDATES = ("one cycle (eq. 3 over all epochs)", "one cycle, 10 epochs", "one cycle, LR 3e-3")
