@@ -33,9 +33,11 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     # the task's text for longer first, as fastai's IMDb recipe fine-tunes its LM for 10 epochs
     "a cycle per stage, 10 epochs, LM 10 epochs": {"cycle_per_stage": True, "clf_epochs": 10, "lm_epochs": 10},
     "a cycle per stage, 20 epochs, LM 10 epochs": {"cycle_per_stage": True, "clf_epochs": 20, "lm_epochs": 10},
+    "one cycle, LR 3e-3, 20 epochs": {"clf_lr": 3e-3, "clf_epochs": 20},  # scratch at ULMFiT's longest budget
 }
-ULMFIT_CANDIDATES = tuple(c for c in CANDIDATES if c != "one cycle, 10 epochs")
-SCRATCH_CANDIDATES = ("one cycle (eq. 3 over all epochs)", "one cycle, 10 epochs", "one cycle, LR 3e-3")
+SCRATCH_ONLY = ("one cycle, 10 epochs", "one cycle, LR 3e-3, 20 epochs")
+ULMFIT_CANDIDATES = tuple(c for c in CANDIDATES if c not in SCRATCH_ONLY)
+SCRATCH_CANDIDATES = ("one cycle (eq. 3 over all epochs)", "one cycle, LR 3e-3", *SCRATCH_ONLY)
 LABELS = {"smoke": (20,), "laptop": (500, grid.ALL), "full": (1000, grid.ALL)}
 
 
