@@ -31,7 +31,7 @@ def awd_lstm_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=32, help="rows per batch (default 32)")
     p.add_argument("--bptt", type=int, default=70, help="tokens per row per step (default 70, paper §5)")
     p.add_argument("--steps", type=int, default=20,
-                   help="timed steps per model (default 20: the paired median of 10 moved 0.998-1.056 between runs)")
+                   help="timed steps per model (default 20: fewer leave the paired median noisier than the overhead)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per model first (default 2)")
     p.add_argument("--profile", default=None, choices=("smoke", "laptop", "full"),
                    help="sizes from this profile (default: MINILIB_PROFILE); --emb/--hidden/--layers override")

@@ -176,8 +176,8 @@ class Word2Vec(nn.Module):
             # than (B, 1+K, d) x (B, d, 1) (measured)
             scores = torch.bmm(h.unsqueeze(1), u.transpose(1, 2), out=buffer("scores", (B, 1, 1 + K))).squeeze(1)
         else:                                                                        # every context x shared targets
-            # MKL's small batched GEMMs run 2-3x faster with a contiguous right operand and a
-            # transposed-view left one (measured), so u is copied once as (B, d, 1+K).
+            # MKL's small batched GEMMs run 2-3x faster with a contiguous right operand (a transposed
+            # view is fine on the left; measured): u is copied once as (B, d, 1+K), g below as (B, 1+K, 2W).
             u_t = buffer("u_t", (B, d, 1 + K)).copy_(u.transpose(1, 2))
             scores = torch.bmm(ctx, u_t, out=buffer("scores", (B, ctx.shape[1], 1 + K)))
             weight = weight[:, None, :] * m                                          # (B, 2W, 1+K)
