@@ -23,7 +23,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def git_commit(root: Path = REPO_ROOT) -> str:
     """The current commit (with '-dirty' if tracked files other than results/ have changes), or
     'unknown' outside git. results/ holds outputs: a run that rewrites a cached result (or writes its
-    own) has not changed the code the next result comes from."""
+    own) has not changed the code the next result comes from. A copy of a checkout without its .git
+    (sent to a GPU machine, say) names its commit in $MINILIB_COMMIT, suffixed '-copy' since the copy's
+    cleanliness cannot be checked there."""
+    if not (root / ".git").exists() and os.environ.get("MINILIB_COMMIT"):
+        return os.environ["MINILIB_COMMIT"].strip() + "-copy"
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                              text=True, timeout=10, check=True).stdout.strip()

@@ -114,3 +114,12 @@ def test_commit_is_dirty_for_code_changes_but_not_for_rewritten_results(tmp_path
     assert not provenance.git_commit(tmp_path).endswith("-dirty")
     (tmp_path / "code.py").write_text("x = 2\n")
     assert provenance.git_commit(tmp_path).endswith("-dirty")
+
+
+def test_a_copy_without_git_names_its_commit_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv("MINILIB_COMMIT", raising=False)
+    assert provenance.git_commit(tmp_path) == "unknown"
+    monkeypatch.setenv("MINILIB_COMMIT", "abc1234")
+    assert provenance.git_commit(tmp_path) == "abc1234-copy"        # cleanliness cannot be checked in a copy
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    assert provenance.git_commit(tmp_path) != "abc1234-copy"         # a real checkout never takes the variable
