@@ -393,3 +393,23 @@ def test_zero_shot_scores_the_shipped_checkpoint_on_both_tasks(tmp_path, one_thr
     for key in ("rt/very", "rt/it-was", "trec/answer-is"):
         assert point[key]["n_test"] == 100 and 0 <= point[key]["accuracy_calibrated"] <= 1
     assert zs.summary_line(r).startswith("gpt-zero-shot: step=4000 rt_very=")
+
+
+def test_tagging_accuracy_moves_each_batch_to_the_models_device():
+    from minilib.experiments.gpt_finetune import tagging_accuracy
+
+    class OnAnotherDevice(torch.nn.Module):          # parameters on 'meta': a stand-in for a GPU here
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.empty(1, device="meta"))
+
+        def forward(self, ids, lengths, ends):
+            assert ids.device == lengths.device == ends.device == self.w.device
+            scores = torch.zeros(ends.shape[0], ends.shape[1], 3)
+            scores[..., 1] = 1.0                     # always tag 1
+            return scores
+
+    ids, lengths = torch.ones(2, 5, dtype=torch.long), torch.tensor([5, 4])
+    ends = torch.tensor([[0, 2, 4], [1, 3, -1]])     # -1: a word past the context, not scored
+    tags = torch.tensor([[1, 1, 0], [1, 2, 1]])
+    assert tagging_accuracy(OnAnotherDevice(), [(ids, lengths, ends, tags)]) == 3 / 5

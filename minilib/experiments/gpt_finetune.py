@@ -93,9 +93,10 @@ def tagging_accuracy(model, batches) -> float:
     """Share of the scored words (those that fit the context) whose tag the tagger gets right."""
     was_training = model.training
     model.eval()
+    device = next(model.parameters()).device     # batches come on the CPU, as in eval.classification.predict
     right = total = 0
     for ids, lengths, ends, tags in batches:
-        pred = model(ids, lengths, ends).argmax(-1)
+        pred = model(ids.to(device), lengths.to(device), ends.to(device)).argmax(-1).cpu()
         scored = ends >= 0
         right += int((pred == tags)[scored].sum())
         total += int(scored.sum())
