@@ -835,7 +835,7 @@ def league_explorer(grid_profile: str = "laptop", results_dir=None) -> w.VBox:
             panel.say("no era of this column can run here")
             return
         what = f"{method}, {task.value}, {labels.value} labels, seed {seed.value}"
-        fits = se.SIZES[live_profile].clf_epochs if method in se.RECIPES else 1
+        fits = se.method_config(se.SIZES[live_profile], method).clf_epochs if method in se.RECIPES else 1
         panel.progress(0, 1, f"{what}: training …")
         row = grid_runner.run_point(task_registry.get(task.value), labels.value, method, seed.value,
                                     callbacks=[_training_callback(panel, 0, 1, what, fits)], results_dir=results_dir)

@@ -49,3 +49,26 @@ def test_cached_rows_reads_a_point_only_under_its_own_candidate_settings(tmp_pat
     other.parent.mkdir(parents=True)
     other.write_text(path.read_text())
     assert len(ur.cached_rows("trec", "laptop")) == 1
+
+
+@pytest.mark.data
+def test_the_tuned_recipes_are_what_the_search_chose_on_both_tasks():
+    """se.TUNED is typed in the code; it must be the candidate the shipped search results choose."""
+    for task in se.TASKS:
+        rows = ur.cached_rows(task, "laptop")
+        assert rows, f"no cached ulmfit-recipe points for {task}"
+        chosen = ur.choose(rows)
+        assert ur.CANDIDATES[chosen["scratch"]] == se.TUNED["scratch"], (task, chosen)
+        assert ur.CANDIDATES[chosen["ulmfit"]] == se.TUNED["ulmfit"], (task, chosen)
+
+
+def test_method_config_gives_each_method_its_recipe_only_when_tuned():
+    base = se.SIZES["laptop"]
+    assert not base.tuned and se.settings(base, "ulmfit") == se.settings(base)    # the shipped grid's keys
+    assert "tuned" not in se.settings(base)
+    tuned = dataclasses.replace(base, tuned=True)
+    assert se.method_config(tuned, "scratch").clf_lr == 3e-3
+    for method in ("ulmfit", "ulmfit-supervised", *se.ABLATIONS):                 # an ablation differs in one piece
+        config = se.method_config(tuned, method)
+        assert (config.cycle_per_stage, config.clf_epochs, config.lm_epochs, config.clf_lr) == (True, 20, 10, base.clf_lr)
+    assert se.settings(tuned, "scratch") != se.settings(tuned, "ulmfit")
