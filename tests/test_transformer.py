@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from minilib.models.transformer import (IGNORE_INDEX, Block, MultiHeadAttention, TransformerConfig, TransformerLM,
-                                        attention, attention_mask_4d, chunked_lm_loss, sinusoidal_positions)
+                                        attention, attention_mask_4d, chunked_lm_loss, head_loss,
+                                        sinusoidal_positions)
 
 V = 97
 
@@ -151,6 +152,16 @@ def test_chunked_and_plain_model_losses_train_alike():
     for p, q in zip(plain.parameters(), chunked.parameters()):
         torch.testing.assert_close(p.grad, q.grad, atol=1e-6, rtol=1e-4)
 
+
+def test_head_loss_is_chunked_on_a_cpu_and_one_head_gemm_elsewhere():
+    torch.manual_seed(13)
+    h, w, t = torch.randn(2, 9, 16), torch.randn(V, 16), torch.randint(0, V, (2, 9))
+    t[0, :3] = IGNORE_INDEX
+    want = F.cross_entropy((h @ w.t()).reshape(-1, V), t.reshape(-1), ignore_index=IGNORE_INDEX)
+    torch.testing.assert_close(head_loss(h, w, t), want)
+    torch.testing.assert_close(head_loss(h, w, t), chunked_lm_loss(h, w, t))
+    meta = head_loss(h.to("meta"), w.to("meta"), t.to("meta"))   # off the CPU: the plain path, which 'meta' runs
+    assert meta.device.type == "meta" and meta.shape == ()
 
 # -- positions -------------------------------------------------------------------------------------
 def test_sinusoidal_positions_match_the_formula():

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from minilib.models.transformer import IGNORE_INDEX, TransformerConfig, TransformerLM, chunked_lm_loss
+from minilib.models.transformer import IGNORE_INDEX, TransformerConfig, TransformerLM, head_loss
 
 # Sizes by profile. GPT-1 §4.1: 12 layers, d_model 768, 12 heads, 3,072-wide MLP, 512 positions.
 # laptop: the largest shape that trains ~2k tokens/s on a 2-core CPU (4 × 256 at context 128,
@@ -158,8 +158,8 @@ class GPTClassifier(nn.Module):
         targets = ids[:, 1:].clone()
         position = torch.arange(1, ids.size(1), device=ids.device)[None]
         targets[(position >= lengths.to(ids.device)[:, None]) | (targets >= self.text_vocab)] = IGNORE_INDEX
-        lm_loss = chunked_lm_loss(h[:, :-1], self.gpt.head.weight, targets)
-        return task_loss + self.lm_coef * lm_loss, {"task_loss": task_loss.detach(), "lm_loss": lm_loss.detach()}
+        l1 = head_loss(h[:, :-1], self.gpt.head.weight, targets)
+        return task_loss + self.lm_coef * l1, {"task_loss": task_loss.detach(), "lm_loss": l1.detach()}
 
 
 class GPTTagger(GPTClassifier):
