@@ -96,8 +96,9 @@ class SampleEfficiencyConfig:
 SIZES = {
     "smoke": SampleEfficiencyConfig(label_counts=(20, 40), seeds=(0,), clf_epochs=2, lm_epochs=1,
                                     lm_max_texts=300, max_test=200, batch_size=16),
-    # laptop and full keep `tuned` off until their grids are re-run with TUNED (`--recipe chosen`); lesson 04
-    # reads the grid of the default
+    # laptop and full keep `tuned` off until their grids are re-run with TUNED; lesson 04 reads the grid of the
+    # default. A point's file is named by task, method, labels and seed only, so the re-run is kept apart until
+    # then: `--recipe chosen --results-dir results/sample-efficiency-chosen`
     "laptop": SampleEfficiencyConfig(seeds=(0, 1, 2)),
     "full": SampleEfficiencyConfig(seeds=(0, 1, 2, 3, 4), clf_epochs=8, lm_epochs=3),
 }
