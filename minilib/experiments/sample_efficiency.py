@@ -86,7 +86,6 @@ class SampleEfficiencyConfig:
     tuned: bool = False                                # on: each method trains with its chosen recipe (TUNED);
                                                        # off: every method with the settings above as they are
 
-
     def __post_init__(self):
         bad = [m for m in self.methods if m not in RECIPES]
         if bad:

@@ -292,8 +292,8 @@ def head_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> t
     """The LM head's mean cross-entropy (IGNORE_INDEX targets left out). On a CPU `chunked_lm_loss`;
     elsewhere one head GEMM under the autocast in force (bf16 on CUDA) and an fp32 cross-entropy, as
     Hugging Face's GPT-2 does: the chunked path's fp32 GEMMs forgo a GPU's bf16 tensor cores, and a
-    custom autograd Function stops torch.compile's graph. On an H200 at GPT-2 small's shape the chunked
-    head left minilib's step at 88.5 ms to HF's 75.8 ms, and 80.5 to 38.1 ms compiled (docs/measurements.md)."""
+    custom autograd Function stops torch.compile's graph: on a GPU at GPT-2 small's shape the chunked head
+    made minilib's step slower than HF's, eager and compiled (docs/measurements.md)."""
     if h.device.type == "cpu":
         return chunked_lm_loss(h, weight, targets)
     logits = F.linear(h, weight)
