@@ -15,8 +15,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import torch
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -40,6 +38,8 @@ def git_commit(root: Path = REPO_ROOT) -> str:
 
 def stamp(*, seed: int | None = None, **extra: Any) -> dict[str, Any]:
     """Where a result came from: profile, device, commit, seed, versions, time, command."""
+    import torch  # here, not at the top: minilib.data's fetching imports this module and needs no torch
+
     from minilib import runtime
 
     dev = runtime.device()
@@ -67,6 +67,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)            # mkstemp makes files private; a data cache may be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
+from minilib.provenance import atomic_write_bytes
+
 T = TypeVar("T")
 
 
@@ -537,20 +539,6 @@ def disk_bytes(name: str) -> int:
         if p.is_file() and any(fnmatch.fnmatchcase(p.relative_to(root).as_posix(), pat) for pat in src.paths):
             total += p.stat().st_size
     return total
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file so that a crash leaves the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)            # mkstemp makes files private; the cache may be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def cached(key: str, build: Callable[[], T], *, sources: Iterable[str] = ()) -> T:

@@ -168,7 +168,7 @@ class SubwordTokenizer(Tokenizer):
         return self.hf.id_to_token(int(i))
 
     def save(self, path: str | os.PathLike) -> None:
-        from minilib.data.sources import atomic_write_bytes
+        from minilib.provenance import atomic_write_bytes
 
         atomic_write_bytes(Path(path), self.hf.to_str().encode("utf-8"))
 

@@ -62,6 +62,7 @@ from minilib.experiments.elmo_probes import SIZES as PROBE_SIZES, default_checkp
 from minilib.experiments.grid import ALL
 from minilib.models.pretrained import file_sha256
 from minilib.runtime import UsageError
+from minilib.train import checkpoint
 from minilib.models.elmo import ScalarMix
 
 FEATURE_CACHE = provenance.REPO_ROOT / ".cache" / "elmo-features"
@@ -163,8 +164,7 @@ def features(arm: str, elmo_path, task, split: str, cache_dir: Path = FEATURE_CA
         feats = static_pooled(static_baseline(meta, prof.static_dim, prof.static_epochs), sentences)
     else:
         raise UsageError(f"arm {arm!r}: use one of {ARMS}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(feats, path)
+    checkpoint.save(path, feats)
     log(f"{arm} features of {task.name} {split}: {tuple(feats.shape)} in {time.perf_counter() - t:.0f} s -> {path}")
     return feats
 

@@ -42,6 +42,7 @@ from minilib.experiments.elmo_probes import SIZES as PROBE_SIZES, shipped_checkp
 from minilib.models.elmo import ScalarMix
 from minilib.models.pretrained import file_sha256
 from minilib.runtime import UsageError
+from minilib.train import checkpoint
 
 KINDS = ("static", "elmo", "untrained")
 TAGGERS = ("tagger", "bilstm")
@@ -131,8 +132,7 @@ def split_features(kind: str, elmo_path, task: tasks.Task, split: str = "test", 
         return torch.load(path, weights_only=True), labels
     t = time.perf_counter()
     feats = [f.half() for f in sentence_features(kind, elmo_path, [items.texts[i] for i in keep])]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(feats, path)
+    checkpoint.save(path, feats)
     log(f"{kind} features of {n} {task.name} {split} items in {time.perf_counter() - t:.0f} s -> {path}")
     return feats, labels
 

@@ -159,6 +159,7 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
     from minilib.models.awd_lstm import AWDLSTM
     from minilib.models.pretrained import file_sha256, load_pretrained
     from minilib.recipes.ulmfit import extend_vocab, fine_tune_lm, grow_vocab
+    from minilib.train.checkpoint import save
 
     task = tasks.get(task)
     lm, vocab, _ = load_pretrained(pretrained_path, "awd-lstm")
@@ -177,8 +178,7 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
         runtime.seed_everything(seed)
         fine_tune_lm(tuned, texts, new_vocab, epochs=config.lm_epochs, lr=config.lm_lr,
                      batch_size=config.batch_size, seed=seed)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(tuned.state_dict(), cache)
+        save(cache, tuned.state_dict())  # atomic: a run killed while saving leaves no half cache
     lm.load_state_dict(torch.load(cache, map_location="cpu", weights_only=True))  # the pretrained dropouts kept
     lm.eval()
     return lm, new_vocab

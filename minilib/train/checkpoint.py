@@ -17,8 +17,8 @@ import torch
 from minilib.provenance import atomic_write_bytes
 
 
-def save(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """Atomically write `state` (tensors, dicts, lists, numbers) to `path`."""
+def save(path: str | os.PathLike, state: Any) -> None:
+    """Atomically write `state` (tensors, dicts, lists, numbers) to `path`: checkpoints and caches alike."""
     buffer = io.BytesIO()
     torch.save(state, buffer)
     atomic_write_bytes(path, buffer.getvalue())
