@@ -117,8 +117,9 @@ def seed_everything(seed: int) -> None:
 def autocast(dev: torch.device | str):
     """bf16 autocast on CUDA (tensor cores); full precision elsewhere.
 
-    On CPU, $MINILIB_CPU_BF16=1 turns bf16 autocast on too: on the 2-core
-    2-core machines this is built on (docs/design.md §3) oneDNN bf16 GEMMs are up to ~2x faster than fp32.
+    On CPU, $MINILIB_CPU_BF16=1 turns bf16 autocast on too, for CPUs with bf16 instructions (AVX-512 BF16,
+    AMX). Off by default: on the AVX2-only 2-core machines this is built on, a bf16 matmul is ~45x slower
+    than fp32 (docs/measurements.md).
     """
     dev = torch.device(dev)
     if dev.type == "cuda":
