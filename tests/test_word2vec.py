@@ -123,6 +123,9 @@ def test_no_pair_crosses_a_sentence_boundary(layout):
     for b in batches:
         if layout == "skipgram":
             inputs, targets = b["inputs"].numpy(), b["targets"].numpy()
+        elif layout == "shared":  # grouped layout: each real context slot is one pair
+            inputs, targets = slot_pairs(b)
+            assert (b["widths"] > 0).all()                     # a centre without context is skipped
         else:  # centre layout: each real context slot is one pair
             m = b["mask"].numpy()
             inputs, targets = b["inputs"].numpy()[m], np.broadcast_to(b["targets"].numpy()[:, None], m.shape)[m]
@@ -135,6 +138,36 @@ def test_no_pair_crosses_a_sentence_boundary(layout):
     singles = [s[0] for s in sentences if len(s) == 1]
     seen = np.concatenate([b["targets"].numpy() for b in batches])
     assert not np.isin(singles, seen).any()
+
+
+def slot_pairs(batch):
+    """(context ids, centre ids) of a grouped-layout batch's real slots."""
+    m = batch["mask"].numpy()
+    centres = np.repeat(batch["targets"].numpy(), 2 * batch["widths"].numpy())
+    return batch["inputs"].numpy()[m], centres[m]
+
+
+def test_grouped_layout_holds_the_pairs_of_the_pair_layout_in_offset_order():
+    """Shared negatives group centres by width: the same (context, centre) pairs as one pair per row,
+    each centre's 2w slots the offsets -w..-1, 1..w in order, w its farthest real one, centres by w."""
+    window = 4
+    sentences = unique_token_corpus([1, 2, 7, 3, 1, 12, 4, 5, 1, 9] * 20)
+    _, pairs = all_batches(sentences, window=window, batch_size=64)
+    _, grouped = all_batches(sentences, window=window, batch_size=64, shared_negatives=True)
+    a, b = pairs[0], grouped[0]       # the same subsample and windows: the first batches hold the same pairs
+    context, centre = slot_pairs(b)
+    assert sorted(zip(context, centre)) == sorted(zip(a["inputs"].numpy(), a["targets"].numpy()))
+    widths = b["widths"].numpy()
+    assert (np.diff(widths) >= 0).all()
+    start = 0
+    for c, w in zip(b["targets"].numpy(), widths):
+        slots = slice(start, start + 2 * w)
+        real = b["mask"].numpy()[slots]
+        offsets = np.concatenate([np.arange(-w, 0), np.arange(1, w + 1)])
+        assert (b["inputs"].numpy()[slots][real] - c == offsets[real]).all()   # ids are positions here
+        assert real[0] or real[-1]                                             # w is a real offset
+        start += 2 * w
+    assert start == len(b["inputs"])
 
 
 def test_batches_per_epoch_is_fixed_and_near_batch_size():

@@ -84,13 +84,14 @@ class Word2VecConfig:
 
 
 # -- batches ------------------------------------------------------------------
-# A batch is a dict (the Learner calls `model(**batch)`), in one of two layouts:
-#  pair layout (skip-gram):                 centre layout (CBOW, skip-gram with shared negatives):
-#   inputs     (B,) context ids              (B, 2*window) the centre's context ids (0 where padded)
-#   targets    (B,) centre ids               (B,) centre ids
-#   negatives  (B, negative) noise ids       (B, negative) noise ids, one set per centre
-#   mask       -                             (B, 2*window) True where the context slot is real
-# B counts positive pairs in the pair layout and centre words in the centre layout.
+# A batch is a dict (the Learner calls `model(**batch)`), in one of three layouts:
+#  pair (skip-gram)         centre (CBOW)                    grouped (skip-gram, shared negatives)
+#   inputs    (B,) context   (B, 2*window) context (0: pad)   (S,) each centre's 2w context slots, in turn
+#   targets   (B,) centre    (B,) centre                      (B,) centre, sorted by w
+#   negatives (B, negative)  (B, negative), one set a centre  (B, negative), one set a centre
+#   mask      -              (B, 2*window) True: real slot    (S,) True: real slot
+#   widths    -              -                                (B,) w, the centre's farthest context offset
+# B counts pairs in the pair layout and centre words in the others (data.skipgram.grouped_slots).
 
 
 # -- the model ----------------------------------------------------------------
@@ -118,13 +119,13 @@ class Word2Vec(nn.Module):
             self.in_embed.weight.copy_((torch.rand(vocab_size, dim, generator=gen) - 0.5) / dim)
             self.out_embed.weight.zero_()
 
-    def forward(self, inputs, targets, negatives, mask=None) -> torch.Tensor:
+    def forward(self, inputs, targets, negatives, mask=None, widths=None) -> torch.Tensor:
         predicted = torch.cat([targets[:, None], negatives], 1)                      # (B, 1+K)
         u = self.out_embed(predicted)                                                # (B, 1+K, d)
         weight = _noise_weight(targets, negatives, u.dtype)                          # (B, 1+K)
-        sign = torch.ones_like(weight)
+        sign = torch.ones_like(weight[:1])
         sign[:, 1:] = -1                                                             # the positive, then noise
-        in_rows = self.in_embed(inputs)                                              # (B, d) or (B, 2W, d)
+        in_rows = self.in_embed(inputs)                                              # (B, d), (B, 2W, d) or (S, d)
         if self.cbow:
             m = mask.unsqueeze(-1).to(u.dtype)                                       # (B, 2W, 1)
             total = (in_rows * m).sum(1)                                             # (B, d)
@@ -132,11 +133,12 @@ class Word2Vec(nn.Module):
             # the whole error to every context vector going back: mean's value, total's gradient.
             h = total + (total / m.sum(1) - total).detach()
             scores = torch.einsum("bkd,bd->bk", u, h)                                # (B, 1+K)
-        elif inputs.ndim == 1:                                                       # skip-gram, one pair per row
+        elif widths is None:                                                         # skip-gram, one pair per row
             scores = torch.einsum("bkd,bd->bk", u, in_rows)                          # (B, 1+K)
         else:                                                                        # skip-gram, shared noise words
-            scores = torch.einsum("bkd,bcd->bck", u, in_rows)                        # (B, 2W, 1+K)
-            sign, weight = sign[:, None, :], weight[:, None, :] * mask[:, :, None]
+            slot_centre = torch.repeat_interleave(torch.arange(len(targets), device=targets.device), 2 * widths)
+            scores = torch.einsum("skd,sd->sk", u[slot_centre], in_rows)             # (S, 1+K)
+            weight = weight[slot_centre] * mask[:, None]
         loss = -(F.logsigmoid(sign * scores) * weight).sum()
         return loss / self.pairs_per_step
 
@@ -164,56 +166,81 @@ class Word2Vec(nn.Module):
         predicted[:, 1:] = negatives
         u = torch.index_select(W_out, 0, predicted.view(-1), out=buffer("u", (B * (1 + K), d))).view(B, 1 + K, d)
         weight = _noise_weight(targets, negatives, W_in.dtype)                       # (B, 1+K)
+        if "widths" in batch:
+            return _shared_negatives_step(W_in, W_out, inputs, mask, batch["widths"], predicted, u, weight, lr, buffer)
         if inputs.ndim == 1:
             h = torch.index_select(W_in, 0, inputs, out=buffer("h", (B, d)))         # (B, d)
-        else:
+        else:                                                                        # CBOW: the mean of the context
             ctx = torch.index_select(W_in, 0, inputs.view(-1), out=buffer("h", (inputs.numel(), d)))
-            ctx = ctx.view(*inputs.shape, d)                                         # (B, 2W, d)
             m = mask.unsqueeze(-1).to(W_in.dtype)
-        if self.cbow:
-            h = (ctx * m).sum(1) / m.sum(1)                                          # (B, d) mean of the context
-        if inputs.ndim == 1 or self.cbow:  # one h per row: (B, 1, d) x (B, d, 1+K), ~2.5x faster on CPU
-            # than (B, 1+K, d) x (B, d, 1) (measured)
-            scores = torch.bmm(h.unsqueeze(1), u.transpose(1, 2), out=buffer("scores", (B, 1, 1 + K))).squeeze(1)
-        else:                                                                        # every context x shared targets
-            # MKL's small batched GEMMs run 2-3x faster with a contiguous right operand (a transposed
-            # view is fine on the left; measured): u is copied once as (B, d, 1+K), g below as (B, 1+K, 2W).
-            u_t = buffer("u_t", (B, d, 1 + K)).copy_(u.transpose(1, 2))
-            scores = torch.bmm(ctx, u_t, out=buffer("scores", (B, ctx.shape[1], 1 + K)))
-            weight = weight[:, None, :] * m                                          # (B, 2W, 1+K)
-        pos, neg = scores[..., 0], scores[..., 1:]
-        loss = -((F.logsigmoid(pos) * weight[..., 0]).sum() + (F.logsigmoid(-neg) * weight[..., 1:]).sum())
-        # g = (label - σ(score)) * lr: word2vec.c's `g`, minus the loss gradient times lr.
-        g = torch.sigmoid(scores).neg_()
-        g[..., 0] += 1
-        g.mul_(weight).mul_(lr)
-        if inputs.ndim == 1 or self.cbow:
-            grad_h = torch.bmm(g.unsqueeze(1), u, out=buffer("grad_h", (B, 1, d))).squeeze(1)          # (B, d)
-            # Output rows one predicted slot at a time: g[:, k] h is (B, d), small enough to stay in
-            # cache between the multiply and the index_add_ (measured ~1.3x faster than (B, 1+K, d)).
-            grad_u = buffer("grad_u", (B, d))
-            for k in range(1 + K):
-                W_out.index_add_(0, predicted[:, k], torch.mul(h, g[:, k:k + 1], out=grad_u))
-        else:
-            g_t = buffer("g_t", (B, 1 + K, inputs.shape[1])).copy_(g.transpose(1, 2))                 # (B, 1+K, 2W)
-            grad_h = torch.bmm(g_t.transpose(1, 2), u, out=buffer("grad_h", (*inputs.shape, d)))      # (B, 2W, d)
-            grad_u = torch.bmm(g_t, ctx, out=buffer("grad_u", (B, 1 + K, d)))                        # (B, 1+K, d)
-            W_out.index_add_(0, predicted.view(-1), grad_u.view(-1, d))
+            h = (ctx.view(*inputs.shape, d) * m).sum(1) / m.sum(1)                    # (B, d)
+        # one h per row: (B, 1, d) x (B, d, 1+K), ~2.5x faster on CPU than (B, 1+K, d) x (B, d, 1) (measured)
+        scores = torch.bmm(h.unsqueeze(1), u.transpose(1, 2), out=buffer("scores", (B, 1, 1 + K))).squeeze(1)
+        loss, g = _loss_and_g(scores, weight, lr)
+        grad_h = torch.bmm(g.unsqueeze(1), u, out=buffer("grad_h", (B, 1, d))).squeeze(1)              # (B, d)
+        # Output rows one predicted slot at a time: g[:, k] h is (B, d), small enough to stay in
+        # cache between the multiply and the index_add_ (measured ~1.3x faster than (B, 1+K, d)).
+        grad_u = buffer("grad_u", (B, d))
+        for k in range(1 + K):
+            W_out.index_add_(0, predicted[:, k], torch.mul(h, g[:, k:k + 1], out=grad_u))
         if self.cbow:  # the whole error to each real context word (see forward)
             W_in.index_add_(0, inputs[mask], grad_h[:, None, :].expand(-1, mask.shape[1], -1)[mask])
-        else:          # (shared: a padded slot adds a zero row, its g is 0)
-            W_in.index_add_(0, inputs.reshape(-1), grad_h.reshape(-1, d))
+        else:
+            W_in.index_add_(0, inputs, grad_h)
         return loss
 
     def positives(self, batch: dict) -> int:
         """How many positive examples a batch holds: pairs for skip-gram, centre words for CBOW."""
-        if self.cbow or "mask" not in batch:
+        if "widths" not in batch:
             return len(batch["targets"])
         return int(batch["mask"].sum())
 
     def word_vectors(self, words: Sequence[str], counts=None) -> WordVectors:
         """The input vectors as `WordVectors` (word2vec.c saves syn0 the same way)."""
         return WordVectors(words, self.in_embed.weight.detach().float().cpu().numpy(), counts)
+
+
+def _loss_and_g(scores: torch.Tensor, weight: torch.Tensor, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The summed loss of (..., 1+K) scores (the positive first, then noise) and word2vec.c's
+    g = (label - σ(score)) · lr, weighted: minus the loss gradient times lr."""
+    pos, neg = scores[..., 0], scores[..., 1:]
+    loss = -((F.logsigmoid(pos) * weight[..., 0]).sum() + (F.logsigmoid(-neg) * weight[..., 1:]).sum())
+    g = torch.sigmoid(scores).neg_()
+    g[..., 0] += 1
+    return loss, g.mul_(weight).mul_(lr)
+
+
+def _shared_negatives_step(W_in, W_out, inputs, mask, widths, predicted, u, weight, lr, buffer) -> torch.Tensor:
+    """sgd_step for the grouped layout: every context slot of a centre against the centre's 1+K
+    output rows u, as three small batched matrix products per width w (centres sorted by w, 2w
+    slots each; a padded slot is id 0 with weight 0, so it adds a zero row)."""
+    B, K1, d = u.shape
+    S = len(inputs)
+    ctx = torch.index_select(W_in, 0, inputs, out=buffer("h", (S, d)))                  # (S, d)
+    # MKL's small batched GEMMs run 2-3x faster with a contiguous right operand (a transposed view
+    # is fine on the left; measured): u is copied once as (B, d, 1+K), g below as (B, 1+K, 2w).
+    u_t = buffer("u_t", (B, d, K1)).copy_(u.transpose(1, 2))
+    groups = [(w, n) for w, n in enumerate(torch.bincount(widths).tolist()) if n]    # (w, centres), w ascending
+    scores, slot_weight = buffer("scores", (S, K1)), buffer("slot_weight", (S, K1))
+    r = s = 0
+    for w, n in groups:                                                                 # rows r.., slots s..
+        view = slice(s, s + 2 * w * n)
+        torch.bmm(ctx[view].view(n, 2 * w, d), u_t[r:r + n], out=scores[view].view(n, 2 * w, K1))
+        slot_weight[view].view(n, 2 * w, K1).copy_(weight[r:r + n, None, :].expand(n, 2 * w, K1))
+        r, s = r + n, s + 2 * w * n
+    loss, g = _loss_and_g(scores, slot_weight.mul_(mask[:, None]), lr)                  # (S, 1+K)
+    grad_h, grad_u = buffer("grad_h", (S, d)), buffer("grad_u", (B, K1, d))
+    g_t = buffer("g_t", (S * K1,))
+    r = s = 0
+    for w, n in groups:
+        view = slice(s, s + 2 * w * n)
+        gw = g_t[s * K1:(s + 2 * w * n) * K1].view(n, K1, 2 * w).copy_(g[view].view(n, 2 * w, K1).transpose(1, 2))
+        torch.bmm(gw.transpose(1, 2), u[r:r + n], out=grad_h[view].view(n, 2 * w, d))   # (n, 2w, d)
+        torch.bmm(gw, ctx[view].view(n, 2 * w, d), out=grad_u[r:r + n])                 # (n, 1+K, d)
+        r, s = r + n, s + 2 * w * n
+    W_out.index_add_(0, predicted.view(-1), grad_u.view(-1, d))
+    W_in.index_add_(0, inputs, grad_h)
+    return loss
 
 
 def _noise_weight(targets: torch.Tensor, negatives: torch.Tensor, dtype) -> torch.Tensor:
