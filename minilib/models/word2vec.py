@@ -91,7 +91,7 @@ class Word2VecConfig:
 #   negatives (B, negative)  (B, negative), one set a centre  (B, negative), one set a centre
 #   mask      -              (B, 2*window) True: real slot    (S,) True: real slot
 #   widths    -              -                                (B,) w, the centre's farthest context offset
-# B counts pairs in the pair layout and centre words in the others (data.skipgram.grouped_slots).
+# B counts pairs in the pair layout and centre words in the others (data.skipgram.grouped_batches).
 
 
 # -- the model ----------------------------------------------------------------
@@ -220,24 +220,21 @@ def _shared_negatives_step(W_in, W_out, inputs, mask, widths, predicted, u, weig
     # MKL's small batched GEMMs run 2-3x faster with a contiguous right operand (a transposed view
     # is fine on the left; measured): u is copied once as (B, d, 1+K), g below as (B, 1+K, 2w).
     u_t = buffer("u_t", (B, d, K1)).copy_(u.transpose(1, 2))
-    groups = [(w, n) for w, n in enumerate(torch.bincount(widths).tolist()) if n]    # (w, centres), w ascending
+    groups, r, s = [], 0, 0                                                             # per width w: its centres'
+    for w, n in enumerate(torch.bincount(widths).tolist()):                            # rows and their slots
+        if n:
+            groups.append((w, n, slice(r, r + n), slice(s, s + 2 * w * n)))
+            r, s = r + n, s + 2 * w * n
     scores, slot_weight = buffer("scores", (S, K1)), buffer("slot_weight", (S, K1))
-    r = s = 0
-    for w, n in groups:                                                                 # rows r.., slots s..
-        view = slice(s, s + 2 * w * n)
-        torch.bmm(ctx[view].view(n, 2 * w, d), u_t[r:r + n], out=scores[view].view(n, 2 * w, K1))
-        slot_weight[view].view(n, 2 * w, K1).copy_(weight[r:r + n, None, :].expand(n, 2 * w, K1))
-        r, s = r + n, s + 2 * w * n
+    for w, n, rows, slots in groups:
+        torch.bmm(ctx[slots].view(n, 2 * w, d), u_t[rows], out=scores[slots].view(n, 2 * w, K1))
+        slot_weight[slots].view(n, 2 * w, K1).copy_(weight[rows, None, :].expand(n, 2 * w, K1))
     loss, g = _loss_and_g(scores, slot_weight.mul_(mask[:, None]), lr)                  # (S, 1+K)
-    grad_h, grad_u = buffer("grad_h", (S, d)), buffer("grad_u", (B, K1, d))
-    g_t = buffer("g_t", (S * K1,))
-    r = s = 0
-    for w, n in groups:
-        view = slice(s, s + 2 * w * n)
-        gw = g_t[s * K1:(s + 2 * w * n) * K1].view(n, K1, 2 * w).copy_(g[view].view(n, 2 * w, K1).transpose(1, 2))
-        torch.bmm(gw.transpose(1, 2), u[r:r + n], out=grad_h[view].view(n, 2 * w, d))   # (n, 2w, d)
-        torch.bmm(gw, ctx[view].view(n, 2 * w, d), out=grad_u[r:r + n])                 # (n, 1+K, d)
-        r, s = r + n, s + 2 * w * n
+    grad_h, grad_u, g_t = buffer("grad_h", (S, d)), buffer("grad_u", (B, K1, d)), buffer("g_t", (S, K1))
+    for w, n, rows, slots in groups:
+        gw = g_t[slots].view(n, K1, 2 * w).copy_(g[slots].view(n, 2 * w, K1).transpose(1, 2))
+        torch.bmm(gw.transpose(1, 2), u[rows], out=grad_h[slots].view(n, 2 * w, d))     # (n, 2w, d)
+        torch.bmm(gw, ctx[slots].view(n, 2 * w, d), out=grad_u[rows])                   # (n, 1+K, d)
     W_out.index_add_(0, predicted.view(-1), grad_u.view(-1, d))
     W_in.index_add_(0, inputs, grad_h)
     return loss
