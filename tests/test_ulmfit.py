@@ -249,6 +249,40 @@ def test_fine_tune_lm_discriminative_stlr_and_held_out_loss():
         fine_tune_lm(tiny_lm(vocab=5), texts, vocab)
 
 
+def test_fine_tune_lm_resumes_a_killed_run_exactly(tmp_path):
+    """Stage (b) on rt's text takes ~100 CPU minutes: a run killed midway continues from its checkpoint.
+    The one thing not restored is the LSTM state carried from batch to batch (truncated BPTT): the
+    resumed run starts it from zeros, as at an epoch start. So the reference run resets it there too."""
+    from minilib.train.callbacks import Callback
+
+    class Crash(Callback):
+        def after_step(self, learner):
+            if learner.step == 7:
+                raise RuntimeError("killed")
+
+    class ResetAt6(Callback):
+        def before_batch(self, learner):
+            if learner.step == 6:
+                learner.model.reset()
+
+    vocab = data.Vocab(["<unk>", "<eos>", "a", "good", "film", "bad", "plot", "the", "end"])
+    texts = ["a good film", "a bad plot", "the end", "good plot", "bad film"] * 20
+
+    def run(ckpt=None, callbacks=(), init_seed=0):
+        lm = tiny_lm(vocab=len(vocab), seed=init_seed)
+        torch.manual_seed(0)
+        fine_tune_lm(lm, texts, vocab, epochs=2, lr=1e-2, batch_size=4, bptt=8, callbacks=callbacks,
+                     checkpoint_dir=ckpt, checkpoint_every=3)  # saved after steps 3 and 6, then killed at 7
+        return lm.state_dict()
+
+    reference = run(callbacks=[ResetAt6()])
+    with pytest.raises(RuntimeError, match="killed"):
+        run(tmp_path, [Crash()])
+    resumed = run(tmp_path, init_seed=1)  # another init: the weights must come from the checkpoint
+    for k, v in reference.items():
+        assert torch.equal(resumed[k], v), k
+
+
 # ----------------------------------------------------------------------------- sample efficiency
 
 @pytest.mark.parametrize("task", ["rt", "trec"])

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import shutil
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -176,9 +177,12 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
         tuned = AWDLSTM(lm.cfg.scale_dropouts(config.drop_mult))  # fastai's drop_mult for fine-tuning
         tuned.load_state_dict(lm.state_dict())
         runtime.seed_everything(seed)
+        # 10 epochs on rt's text take ~100 CPU minutes: checkpoint often, so a killed run resumes
+        partial = cache.with_suffix(".partial")
         fine_tune_lm(tuned, texts, new_vocab, epochs=config.lm_epochs, lr=config.lm_lr,
-                     batch_size=config.batch_size, seed=seed)
+                     batch_size=config.batch_size, seed=seed, checkpoint_dir=partial, checkpoint_every=50)
         save(cache, tuned.state_dict())  # atomic: a run killed while saving leaves no half cache
+        shutil.rmtree(partial, ignore_errors=True)
     lm.load_state_dict(torch.load(cache, map_location="cpu", weights_only=True))  # the pretrained dropouts kept
     lm.eval()
     return lm, new_vocab

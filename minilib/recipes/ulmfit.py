@@ -3,6 +3,7 @@ fine_tune_classifier with gradual unfreezing, discriminative LRs and slanted tri
 The classifier itself is minilib/models/ulmfit.py."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -126,13 +127,15 @@ def lm_stream_ids(texts: Iterable[str], vocab: Vocab, eos: str | None = EOS) -> 
 def fine_tune_lm(lm: AWDLSTM, texts: Sequence[str], vocab: Vocab, epochs: int = 1, lr: float = 3e-3, *,
                  discriminative: bool = True, stlr: bool = True, batch_size: int = 32, bptt: int = 70,
                  valid_frac: float = 0.05, seed: int = 0, callbacks: Sequence[Callback] = (),
-                 progress: bool | str = False, device=None) -> Learner:
+                 progress: bool | str = False, device=None, checkpoint_dir: str | Path | None = None,
+                 checkpoint_every: int | None = None) -> Learner:
     """Stage (b), §3.2: fine-tune the LM on target-domain `texts` (e.g. movie_lm_text()).
 
     discriminative: lr=slice(lr), the top group (last LSTM + decoder bias) gets `lr`, each group
     below /2.6; stlr: slanted triangular LR over all steps (cut_frac 0.1, ratio 32). AR/TAR stay
     on (ARTAR). The last `valid_frac` of the texts (in a seeded shuffle) is held out: the
     Learner's valid_loss is their cross-entropy. `vocab` must be the LM's (see extend_vocab).
+    checkpoint_dir / checkpoint_every: the Learner's, so a killed run resumes where it stopped.
     """
     if len(vocab) != lm.cfg.vocab_size:
         raise ValueError(f"the LM has {lm.cfg.vocab_size} rows but the vocabulary {len(vocab)}: "
@@ -143,6 +146,6 @@ def fine_tune_lm(lm: AWDLSTM, texts: Sequence[str], vocab: Vocab, epochs: int = 
     valid = LMStream(lm_stream_ids([texts[i] for i in order[:n_valid]], vocab), batch_size, bptt) if n_valid else None
     train = LMStream(train_ids, batch_size, bptt)
     learner = Learner(lm, train, valid, loss_fn=None, callbacks=[ARTAR(), *callbacks], progress=progress,
-                      device=device)
+                      device=device, checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every)
     learner.fit(epochs, lr=slice(lr) if discriminative else lr, schedule="stlr" if stlr else "constant")
     return learner
