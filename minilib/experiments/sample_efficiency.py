@@ -152,7 +152,7 @@ def resolve_labels(task: str, n_labels: int | str) -> int:
 # ----------------------------------------------------------------------------- one point
 
 def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyConfig, seed: int = 0,
-                  cache_dir: str | Path | None = None):
+                  cache_dir: str | Path | None = None, progress: bool | str = False):
     """Stage (b): the pretrained LM, vocabulary grown with the task's words (new rows = mean),
     fine-tuned on the task's unlabeled text (a task without any: its training texts, labels unused).
     Cached (the grid reuses it for every label count and method): returns (lm, vocab)."""
@@ -179,8 +179,11 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
         runtime.seed_everything(seed)
         # 10 epochs on rt's text take ~100 CPU minutes: checkpoint often, so a killed run resumes
         partial = cache.with_suffix(".partial")
-        fine_tune_lm(tuned, texts, new_vocab, epochs=config.lm_epochs, lr=config.lm_lr,
-                     batch_size=config.batch_size, seed=seed, checkpoint_dir=partial, checkpoint_every=50)
+        print(f"stage (b): fine-tuning the LM on {len(texts):,} texts of {task.name}, {config.lm_epochs} epochs, "
+              f"once for every point (cached as {cache.name}; checkpoints in {partial.name}, a killed run resumes)",
+              flush=True)
+        fine_tune_lm(tuned, texts, new_vocab, epochs=config.lm_epochs, lr=config.lm_lr, batch_size=config.batch_size,
+                     seed=seed, checkpoint_dir=partial, checkpoint_every=50, progress=progress)
         save(cache, tuned.state_dict())  # atomic: a run killed while saving leaves no half cache
         shutil.rmtree(partial, ignore_errors=True)
     lm.load_state_dict(torch.load(cache, map_location="cpu", weights_only=True))  # the pretrained dropouts kept
@@ -209,7 +212,7 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
     recipe = RECIPES[method]
     t0 = time.perf_counter()
     if recipe.lm_fine_tuning:
-        lm, vocab = fine_tuned_lm(task, checkpoint, config, seed=0, cache_dir=lm_cache_dir)
+        lm, vocab = fine_tuned_lm(task, checkpoint, config, seed=0, cache_dir=lm_cache_dir, progress=progress)
     else:
         lm, vocab, _ = load_pretrained(checkpoint, "awd-lstm")
     lm_seconds = time.perf_counter() - t0
