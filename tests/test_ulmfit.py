@@ -29,6 +29,12 @@ def tiny_lm(vocab=50, seed=0, **kw) -> AWDLSTM:
     return AWDLSTM(AWDLSTMConfig(vocab, emb_size=8, hidden_size=12, n_layers=3, **kw))
 
 
+def tiny_lm_text() -> tuple[data.Vocab, list[str]]:
+    """A 9-word vocabulary and 100 short texts for stage-(b) tests."""
+    vocab = data.Vocab(["<unk>", "<eos>", "a", "good", "film", "bad", "plot", "the", "end"])
+    return vocab, ["a good film", "a bad plot", "the end", "good plot", "bad film"] * 20
+
+
 def tiny_clf(n_classes=3, bptt=70, max_len=1400, seed=0) -> ULMFiTClassifier:
     return ULMFiTClassifier(tiny_lm(seed=seed).encoder, n_classes, hidden=6, bptt=bptt, max_len=max_len)
 
@@ -235,8 +241,7 @@ def test_grow_and_extend_vocab_keep_old_rows_and_set_new_rows_to_the_mean():
 
 
 def test_fine_tune_lm_discriminative_stlr_and_held_out_loss():
-    vocab = data.Vocab(["<unk>", "<eos>", "a", "good", "film", "bad", "plot", "the", "end"])
-    texts = ["a good film", "a bad plot", "the end", "good plot", "bad film"] * 20
+    vocab, texts = tiny_lm_text()
     lm = tiny_lm(vocab=len(vocab))
     learner = fine_tune_lm(lm, texts, vocab, epochs=2, lr=1e-2, batch_size=4, bptt=8, valid_frac=0.1)
     steps = learner.history.steps
@@ -250,7 +255,7 @@ def test_fine_tune_lm_discriminative_stlr_and_held_out_loss():
 
 
 def test_fine_tune_lm_resumes_a_killed_run_exactly(tmp_path):
-    """Stage (b) on rt's text takes ~100 CPU minutes: a run killed midway continues from its checkpoint.
+    """Stage (b) on rt's text takes ~2 hours on a 2-core CPU: a run killed midway continues from its checkpoint.
     The one thing not restored is the LSTM state carried from batch to batch (truncated BPTT): the
     resumed run starts it from zeros, as at an epoch start. So the reference run resets it there too."""
     from minilib.train.callbacks import Callback
@@ -265,8 +270,7 @@ def test_fine_tune_lm_resumes_a_killed_run_exactly(tmp_path):
             if learner.step == 6:
                 learner.model.reset()
 
-    vocab = data.Vocab(["<unk>", "<eos>", "a", "good", "film", "bad", "plot", "the", "end"])
-    texts = ["a good film", "a bad plot", "the end", "good plot", "bad film"] * 20
+    vocab, texts = tiny_lm_text()
 
     def run(ckpt=None, callbacks=(), init_seed=0):
         lm = tiny_lm(vocab=len(vocab), seed=init_seed)
