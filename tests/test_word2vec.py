@@ -9,6 +9,7 @@ import torch
 from minilib.models.ppmi import PPMIConfig, cooccurrence, ppmi, randomized_svd, train_ppmi
 from minilib.data.skipgram import AliasSampler, Word2VecBatches, keep_probabilities, noise_distribution, prepare_corpus
 from minilib.recipes.word2vec import PairSGD, train_word2vec
+from minilib.models import word2vec_compiled
 from minilib.models.word2vec import Word2Vec, Word2VecConfig
 
 
@@ -230,11 +231,69 @@ def test_noise_word_equal_to_the_target_is_skipped():
     assert model(**batch).item() == pytest.approx(expected.item())
 
 
-@pytest.mark.parametrize("config", [dict(), dict(cbow=True), dict(shared_negatives=True)])
-def test_loss_falls_and_topics_separate(config):
+@pytest.mark.parametrize("shared", [False, True])
+def test_compiled_step_is_sgd_step_when_no_two_pairs_share_a_row(shared):
+    """word2vec.c's pair-by-pair step and the batched tensor step differ only in what a pair sees of the
+    updates before it in its batch: with every pair on rows of its own they must agree."""
+    n = 6                                                       # pairs: context i, centre n + i, noise 2n + 2i, 2n + 2i + 1
+    batch = {"targets": torch.arange(n, 2 * n), "negatives": torch.arange(2 * n, 4 * n).view(n, 2)}
+    if shared:   # the grouped layout: centre i has width 1 (slots -1, +1), the second slot padding
+        batch.update(inputs=torch.stack([torch.arange(n), torch.zeros(n, dtype=torch.int64)], 1).view(-1),
+                     mask=torch.tensor([True, False] * n), widths=torch.ones(n, dtype=torch.int64))
+    else:
+        batch["inputs"] = torch.arange(n)
+    batch["negatives"][0, 1] = n                                # a noise word equal to its centre: skipped
+    ref = Word2Vec(4 * n, 8, pairs_per_step=n)
+    with torch.no_grad():
+        ref.in_embed.weight.normal_(0, 0.3)
+        ref.out_embed.weight.normal_(0, 0.3)
+    fast = Word2Vec(4 * n, 8, pairs_per_step=n)
+    fast.load_state_dict(ref.state_dict())
+    before = {k: v.clone() for k, v in ref.state_dict().items()}
+    ref_loss = ref.sgd_step(batch, lr=0.1)
+    fast_loss = word2vec_compiled.sgd_step(fast, batch, lr=0.1)
+    assert float(fast_loss) == pytest.approx(float(ref_loss), rel=1e-5)
+    for name, w in ref.state_dict().items():
+        torch.testing.assert_close(fast.state_dict()[name], w, rtol=1e-5, atol=1e-6)
+        assert not torch.equal(w, before[name])
+
+
+def test_compiled_step_applies_each_pair_after_the_one_before():
+    """Two pairs on the same rows: the second pair's update starts from the first's result (word2vec.c),
+    which a batched step cannot do."""
+    batch = {"inputs": torch.tensor([1, 1]), "targets": torch.tensor([2, 2]), "negatives": torch.tensor([[3], [3]])}
+    one = {k: v[:1] for k, v in batch.items()}
+    model, twice = Word2Vec(4, 5), Word2Vec(4, 5)
+    with torch.no_grad():
+        model.out_embed.weight.normal_(0, 0.3)
+    twice.load_state_dict(model.state_dict())
+    word2vec_compiled.sgd_step(model, batch, lr=0.2)
+    for _ in range(2):
+        word2vec_compiled.sgd_step(twice, one, lr=0.2)
+    torch.testing.assert_close(model.state_dict(), twice.state_dict())
+
+
+def test_auto_engine_compiles_skipgram_on_cpu_and_refuses_what_it_cannot():
+    cfg = Word2VecConfig(dim=8, window=2, min_count=1, sample=0, epochs=1, batch_size=64)
+    with pytest.raises(ValueError, match="engine='hogwild'"):
+        train_word2vec(topic_corpus(), None, Word2VecConfig(cbow=True, min_count=1), device="cpu", progress=False,
+                       engine="compiled")
+    # the same seed and batches: only the step differs, so a 1-thread compiled run is reproducible and
+    # differs from the tensor step's
+    runs = [train_word2vec(topic_corpus(), None, cfg, device="cpu", progress=False, engine=e, threads=1)
+            for e in ("auto", "compiled", "hogwild")]
+    auto, compiled, hogwild = (r.vectors.vectors for r in runs)
+    assert np.array_equal(auto, compiled) and not np.allclose(compiled, hogwild)
+
+
+@pytest.mark.parametrize("config,engine", [(dict(), "compiled"), (dict(), "hogwild"), (dict(cbow=True), "auto"),
+                                           (dict(shared_negatives=True), "compiled"),
+                                           (dict(shared_negatives=True), "hogwild")])
+def test_loss_falls_and_topics_separate(config, engine):
     cfg = Word2VecConfig(dim=16, window=3, min_count=1, sample=0, epochs=4, batch_size=256, **config)
     words = [f"w{i}" for i in range(20)]
-    result = train_word2vec(topic_corpus(), None, cfg, words=words, device="cpu", progress=False, threads=1)
+    result = train_word2vec(topic_corpus(), None, cfg, words=words, device="cpu", progress=False, threads=1,
+                            engine=engine)
     losses = [row["train_loss"] for row in result.history.epochs]
     assert len(losses) == 4 and losses[-1] < losses[0] - 0.05
     v = result.vectors

@@ -1,8 +1,9 @@
 """`python -m minilib bench word2vec`: minilib SGNS vs gensim's Word2Vec (sg=1), same text, one run.
 
 minilib draws its noise words once per centre by default (`--negatives shared`, Ji et al. 2016:
-the same expected gradient, small matrix products instead of a row per pair); `--negatives
-per-pair` times the papers' way, gensim's."""
+the same expected gradient, and a centre's output rows stay in cache for all its context words);
+`--negatives per-pair` times the papers' way, gensim's. On a CPU minilib runs word2vec.c's update
+compiled (`--engine compiled`, models/word2vec_compiled.py); `--engine hogwild` times the tensor step."""
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,10 @@ def word2vec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--negatives", choices=("shared", "per-pair"), default="shared",
                    help="minilib's noise words: shared by the context words of a centre (Ji et al. 2016, the "
                         "faster step; default) or drawn for each pair (the papers' and gensim's way)")
-    p.add_argument("--engine", choices=("hogwild", "learner"), default="hogwild",
-                   help="minilib training loop: hogwild (fast sgd_step workers) or learner (minilib.train.Learner)")
+    p.add_argument("--engine", choices=("auto", "compiled", "hogwild", "learner"), default="auto",
+                   help="minilib's step and loop: compiled (word2vec.c's pair-by-pair update, numba, in Hogwild "
+                        "workers), hogwild (the tensor sgd_step in those workers) or learner (minilib.train.Learner); "
+                        "auto: compiled on a CPU (default)")
     p.add_argument("--device", default=None, help="minilib device: cpu, cuda, mps (default: best available)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=1,
@@ -65,7 +68,7 @@ def bench_word2vec(args: argparse.Namespace) -> int:
           f"(loaded in {time.perf_counter() - t0:.0f}s)")
     print(f"settings: skip-gram, dim {args.dim}, window {args.window}, negative {args.negative}, "
           f"sample {args.sample:g}, min_count {args.min_count}, epochs {args.epochs}, lr {args.lr}, "
-          f"threads {args.threads}; minilib on {device}, torch {torch.__version__}, noise words {args.negatives} "
+          f"threads {args.threads}; minilib engine {args.engine} on {device}, torch {torch.__version__}, noise words {args.negatives} "
           f"({'one set per centre, Ji et al. 2016' if args.negatives == 'shared' else 'per pair, as gensim'})")
 
     reference = StaticVectorsConfig(words=args.words, epochs=args.epochs, dim=args.dim, window=args.window,

@@ -108,7 +108,9 @@ def static_baseline(meta: dict, dim: int = 100, epochs: int = 3, seed: int = 0, 
     sentences = [toks for d in docs for line in d.text.split("\n") if (toks := data.tokenize(line))]
     vocab = data.Vocab.build(sentences, min_count=1, specials=())
     ids = [np.asarray(vocab.encode(s), dtype=np.int64) for s in sentences]
-    vectors = train_word2vec(ids, vocab.counts, cfg, words=vocab.itos, progress=progress, threads=1).vectors
+    # the tensor step, as the shipped probes and sgns-lr points were made (the compiled step's vectors differ)
+    vectors = train_word2vec(ids, vocab.counts, cfg, words=vocab.itos, progress=progress, threads=1,
+                             engine="hogwild").vectors
     path.parent.mkdir(parents=True, exist_ok=True)
     vectors.save(path)
     return WordVectors.load(path)

@@ -33,10 +33,12 @@ arithmetic as autograd + SGD on the summed loss (a test checks it), which is wor
 pair-by-pair update except that all pairs of a batch see the vectors from before it. That
 staleness is why batches stay small (4096 pairs): bigger ones learn worse (LARGEST_SAFE_BATCH).
 
-Two engines drive it (`train_word2vec(engine=...)`): `fit_hogwild`, worker threads that
+Two loops drive it (`train_word2vec(engine=...)`): `fit_hogwild`, worker threads that
 share the tables without locks as word2vec.c's threads do (Recht et al. 2011, "Hogwild!"),
 and `fit_with_learner`, minilib's Learner with autograd and sparse-gradient SGD. Both
-report progress and return a minilib History.
+report progress and return a minilib History. On a CPU the Hogwild workers run the compiled
+step by default (engine 'compiled', models/word2vec_compiled.py): the same update, pair by
+pair as word2vec.c applies it, ~2x faster than `sgd_step` there; 'hogwild' runs `sgd_step`.
 
 One option departs from the papers: `shared_negatives=True` gives all context words of a
 centre the same noise words (Ji, Shen, Satish et al. 2016, "Parallelizing Word2Vec in Shared
@@ -257,6 +259,6 @@ def _buffer(scratch: dict, name: str, shape, dtype, device) -> torch.Tensor:
     return buf[:n].view(shape)
 
 
-ENGINES = ("auto", "hogwild", "learner")
+ENGINES = ("auto", "compiled", "hogwild", "learner")
 
 

@@ -3,6 +3,7 @@ model, the shared Learner (progress, history, schedules) and a Hogwild loop (loc
 threads, as the original C code and gensim train). The model is minilib/models/word2vec.py."""
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -43,14 +44,24 @@ def train_word2vec(token_ids: Sequence, counts=None, config: Word2VecConfig | No
     engine: 'learner' trains through minilib.train.Learner (autograd, sparse gradients, torch SGD);
     'hogwild' runs `Word2Vec.sgd_step` in `threads` worker threads that share the tables without
     locks, as word2vec.c's threads do (Recht et al. 2011, "Hogwild!"), with the same progress
-    display, schedule and History. 'auto' = hogwild: the faster on CPU (see minilib/bench/word2vec.py).
+    display, schedule and History; 'compiled' runs word2vec.c's pair-by-pair step
+    (models/word2vec_compiled.py) in those workers, skip-gram on a CPU only. 'auto' = compiled
+    where it can run, else hogwild: the fastest (see minilib/bench/word2vec.py).
     """
     from minilib import runtime
+    from minilib.models import word2vec_compiled
 
     if engine not in ENGINES:
         raise ValueError(f"engine={engine!r}: use one of {', '.join(ENGINES)}")
     config = config or Word2VecConfig()
     dev = runtime.device(str(device) if device is not None else None)
+    compiled_fits = dev.type == "cpu" and not config.cbow and word2vec_compiled.available()
+    if engine == "auto":
+        engine = "compiled" if compiled_fits else "hogwild"
+    if engine == "compiled" and not compiled_fits:
+        raise ValueError("engine='compiled' trains skip-gram on a CPU with numba installed: use engine='hogwild'")
+    if engine == "compiled":
+        word2vec_compiled.warm_up()   # compiling (or loading numba's cache) is not training time
     corpus = prepare_corpus(token_ids, counts, words, config.min_count)
     batches = Word2VecBatches(corpus, config, device=dev)
     model = Word2Vec(len(corpus.words), config.dim, cbow=config.cbow, pairs_per_step=batches.batch_size,
@@ -58,7 +69,8 @@ def train_word2vec(token_ids: Sequence, counts=None, config: Word2VecConfig | No
     if engine == "learner":
         history = fit_with_learner(model, batches, config, progress=progress)
     else:
-        history = fit_hogwild(model, batches, config, progress=progress, threads=threads)
+        history = fit_hogwild(model, batches, config, progress=progress, threads=threads,
+                              compiled=engine == "compiled")
     seconds = sum(row["time"] for row in history.epochs)  # the epochs only, as both engines time them
     return Word2VecResult(vectors=model.word_vectors(corpus.words, corpus.counts), model=model, history=history,
                           train_seconds=seconds, raw_words=corpus.raw_words, epochs=config.epochs)
@@ -99,8 +111,9 @@ class PairSGD(torch.optim.Optimizer):
 
 
 def fit_hogwild(model: Word2Vec, batches: Word2VecBatches, config: Word2VecConfig, progress=True,
-                threads: int | None = None):
-    """Train with `Word2Vec.sgd_step` in worker threads sharing the tables (Hogwild), like word2vec.c.
+                threads: int | None = None, compiled: bool = False):
+    """Train with `Word2Vec.sgd_step` in worker threads sharing the tables (Hogwild), like word2vec.c;
+    `compiled`: with word2vec.c's pair-by-pair step instead (models/word2vec_compiled.py).
 
     Each worker takes the next batch, the learning rate for its step number, and updates the
     tables in place; torch ops release the GIL, so threads overlap. Each torch op runs on one
@@ -111,10 +124,12 @@ def fit_hogwild(model: Word2Vec, batches: Word2VecBatches, config: Word2VecConfi
     """
     import threading
 
+    from minilib.models import word2vec_compiled
     from minilib.train.history import History
     from minilib.train.progress import make_progress
     from minilib.train.schedules import linear_decay
 
+    step = functools.partial(word2vec_compiled.sgd_step, model) if compiled else model.sgd_step
     cuda = batches.device.type != "cpu"
     n_workers = 1 if cuda else (threads or torch.get_num_threads())
     history, bar = History(), make_progress(progress)
@@ -138,7 +153,7 @@ def fit_hogwild(model: Word2Vec, batches: Word2VecBatches, config: Word2VecConfi
                         if batch is None:
                             return
                         lr = lr0 * linear_decay(epoch * n + i, total, floor=config.min_lr_ratio)
-                        loss = float(model.sgd_step(batch, lr, scratch))
+                        loss = float(step(batch, lr, scratch))
                         pairs = model.positives(batch)
                         rows.append({"step": epoch * n + i + 1, "epoch": epoch, "loss": loss / max(pairs, 1),
                                      "lr": [lr], "pairs": pairs})   # list.append is atomic
