@@ -273,6 +273,46 @@ def test_compiled_step_applies_each_pair_after_the_one_before():
     torch.testing.assert_close(model.state_dict(), twice.state_dict())
 
 
+def word2vec_c_loop(W_in, W_out, pairs, lr):
+    """word2vec.c's skip-gram update, one (context, centre, noise words) pair and one output row at a time."""
+    loss = 0.0
+    for c, t, noise in pairs:
+        grad_h = np.zeros_like(W_in[c])
+        for p, label in [(t, 1.0)] + [(p, 0.0) for p in noise if p != t]:
+            sig = 1 / (1 + np.exp(-float(W_in[c] @ W_out[p])))
+            loss -= np.log(sig if label else 1 - sig)
+            g = np.float32((label - sig) * lr)
+            grad_h += g * W_out[p]
+            W_out[p] += g * W_in[c]
+        W_in[c] += grad_h
+    return loss
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_compiled_step_is_word2vec_c_loop_with_repeated_rows(shared):
+    """Seven words, so rows repeat within pairs (a noise word drawn twice, or equal to its centre) and
+    across them: the compiled step must still be word2vec.c's loop, in its order."""
+    rng = np.random.default_rng(1)
+    corpus, batches = all_batches([rng.integers(0, 7, size=12) for _ in range(6)], window=2, batch_size=64,
+                                  shared_negatives=shared)
+    batch = batches[0]
+    model = Word2Vec(len(corpus.words), 6)
+    with torch.no_grad():
+        model.out_embed.weight.normal_(0, 0.5)
+    W_in, W_out = (w.detach().numpy().copy() for w in (model.in_embed.weight, model.out_embed.weight))
+    if shared:
+        centre = torch.repeat_interleave(torch.arange(len(batch["targets"])), 2 * batch["widths"])[batch["mask"]]
+        inputs, targets, noise = batch["inputs"][batch["mask"]], batch["targets"][centre], batch["negatives"][centre]
+    else:
+        inputs, targets, noise = batch["inputs"], batch["targets"], batch["negatives"]
+    assert any(len(set(n)) < len(n) or t in n for t, n in zip(targets.tolist(), noise.tolist()))
+    expected = word2vec_c_loop(W_in, W_out, zip(inputs.tolist(), targets.tolist(), noise.tolist()), lr=0.3)
+    loss = word2vec_compiled.sgd_step(model, batch, lr=0.3)
+    assert float(loss) == pytest.approx(expected, rel=1e-4)
+    np.testing.assert_allclose(model.in_embed.weight.detach().numpy(), W_in, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(model.out_embed.weight.detach().numpy(), W_out, rtol=1e-4, atol=1e-5)
+
+
 def test_auto_engine_compiles_skipgram_on_cpu_and_refuses_what_it_cannot():
     cfg = Word2VecConfig(dim=8, window=2, min_count=1, sample=0, epochs=1, batch_size=64)
     with pytest.raises(ValueError, match="engine='hogwild'"):

@@ -69,6 +69,11 @@ if njit is not None:
         f = np.float32(0.0)
         for i in range(W_in.shape[1]):
             f += W_in[c, i] * W_out[p, i]
+        return _apply(W_in, W_out, c, p, f, label, lr, grad_h)
+
+    @njit(nogil=True, fastmath=True, cache=True)
+    def _apply(W_in, W_out, c, p, f, label, lr, grad_h):
+        """Row p's update from its score f = u_p · h; returns the probability the model gave `label`."""
         e = math.exp(-min(max(f, -30.0), 30.0))        # clipped only for the loss: p >= 1e-13 per term
         sig = 1.0 / (1.0 + e)
         g = np.float32((label - sig) * lr)
@@ -78,13 +83,36 @@ if njit is not None:
         return sig if label > 0 else e * sig            # σ(f) for the centre, 1 - σ(f) for a noise word
 
     @njit(nogil=True, fastmath=True, cache=True)
-    def _pair(W_in, W_out, c, t, negatives, lr, grad_h):
-        """The pair (context c, centre t) with its noise words; returns its loss."""
-        grad_h[:] = 0
-        prob = _update(W_in, W_out, c, t, 1.0, lr, grad_h)
+    def _pair(W_in, W_out, c, t, negatives, lr, grad_h, rows, scores):
+        """The pair (context c, centre t) with its noise words; returns its loss.
+
+        h = W_in[c] stays fixed within the pair (its change gathers in grad_h), so when the pair's output
+        rows are distinct every score can be taken before any row moves: the same arithmetic as one row
+        at a time, with independent dot products the CPU overlaps (~1.5x faster, measured). A noise word
+        drawn twice needs the order: the second sees the first's update."""
+        rows[0] = t
+        n = 1
         for p in negatives:
             if p != t:                                   # word2vec.c: `if (target == word) continue;`
-                prob *= _update(W_in, W_out, c, p, 0.0, lr, grad_h)
+                rows[n] = p
+                n += 1
+        distinct = True
+        for a in range(1, n):
+            for b in range(a):
+                distinct &= rows[a] != rows[b]
+        grad_h[:] = 0
+        prob = 1.0
+        if distinct:
+            for k in range(n):
+                f = np.float32(0.0)
+                for i in range(W_in.shape[1]):
+                    f += W_in[c, i] * W_out[rows[k], i]
+                scores[k] = f
+            for k in range(n):
+                prob *= _apply(W_in, W_out, c, rows[k], scores[k], 1.0 if k == 0 else 0.0, lr, grad_h)
+        else:
+            for k in range(n):
+                prob *= _update(W_in, W_out, c, rows[k], 1.0 if k == 0 else 0.0, lr, grad_h)
         for i in range(W_in.shape[1]):
             W_in[c, i] += grad_h[i]
         return -math.log(prob)                           # one log per pair: the product of its probabilities
@@ -92,20 +120,22 @@ if njit is not None:
     @njit(nogil=True, fastmath=True, cache=True)
     def _pairs(W_in, W_out, inputs, targets, negatives, lr):
         """The pair layout: pair b is (inputs[b], targets[b]) with its own noise words negatives[b]."""
-        grad_h = np.empty(W_in.shape[1], np.float32)
+        grad_h, scores = np.empty(W_in.shape[1], np.float32), np.empty(negatives.shape[1] + 1, np.float32)
+        rows = np.empty(negatives.shape[1] + 1, np.int64)
         loss = 0.0
         for b in range(len(targets)):
-            loss += _pair(W_in, W_out, inputs[b], targets[b], negatives[b], lr, grad_h)
+            loss += _pair(W_in, W_out, inputs[b], targets[b], negatives[b], lr, grad_h, rows, scores)
         return loss
 
     @njit(nogil=True, fastmath=True, cache=True)
     def _grouped_pairs(W_in, W_out, inputs, mask, widths, targets, negatives, lr):
         """The grouped layout: centre b's 2·widths[b] context slots in turn, all against its noise words."""
-        grad_h = np.empty(W_in.shape[1], np.float32)
+        grad_h, scores = np.empty(W_in.shape[1], np.float32), np.empty(negatives.shape[1] + 1, np.float32)
+        rows = np.empty(negatives.shape[1] + 1, np.int64)
         loss, s = 0.0, 0
         for b in range(len(targets)):
             for j in range(s, s + 2 * widths[b]):
                 if mask[j]:
-                    loss += _pair(W_in, W_out, inputs[j], targets[b], negatives[b], lr, grad_h)
+                    loss += _pair(W_in, W_out, inputs[j], targets[b], negatives[b], lr, grad_h, rows, scores)
             s += 2 * widths[b]
         return loss
