@@ -68,7 +68,8 @@ def bench_word2vec(args: argparse.Namespace) -> int:
           f"(loaded in {time.perf_counter() - t0:.0f}s)")
     print(f"settings: skip-gram, dim {args.dim}, window {args.window}, negative {args.negative}, "
           f"sample {args.sample:g}, min_count {args.min_count}, epochs {args.epochs}, lr {args.lr}, "
-          f"threads {args.threads}; minilib engine {args.engine} on {device}, torch {torch.__version__}, noise words {args.negatives} "
+          f"threads {args.threads}; minilib engine {args.engine} on {device}, torch {torch.__version__}, "
+          f"noise words {args.negatives} "
           f"({'one set per centre, Ji et al. 2016' if args.negatives == 'shared' else 'per pair, as gensim'})")
 
     reference = StaticVectorsConfig(words=args.words, epochs=args.epochs, dim=args.dim, window=args.window,
