@@ -64,12 +64,12 @@ def warm_up() -> None:
 
 if njit is not None:
     @njit(nogil=True, fastmath=True, cache=True)
-    def _update(W_in, W_out, c, p, label, lr, grad_h):
-        """One output row p against input row c; returns the probability the model gave `label`."""
+    def _score(W_in, W_out, c, p):
+        """u_p · h, h = W_in[c]."""
         f = np.float32(0.0)
         for i in range(W_in.shape[1]):
             f += W_in[c, i] * W_out[p, i]
-        return _apply(W_in, W_out, c, p, f, label, lr, grad_h)
+        return f
 
     @njit(nogil=True, fastmath=True, cache=True)
     def _apply(W_in, W_out, c, p, f, label, lr, grad_h):
@@ -104,15 +104,13 @@ if njit is not None:
         prob = 1.0
         if distinct:
             for k in range(n):
-                f = np.float32(0.0)
-                for i in range(W_in.shape[1]):
-                    f += W_in[c, i] * W_out[rows[k], i]
-                scores[k] = f
+                scores[k] = _score(W_in, W_out, c, rows[k])
             for k in range(n):
                 prob *= _apply(W_in, W_out, c, rows[k], scores[k], 1.0 if k == 0 else 0.0, lr, grad_h)
         else:
             for k in range(n):
-                prob *= _update(W_in, W_out, c, rows[k], 1.0 if k == 0 else 0.0, lr, grad_h)
+                prob *= _apply(W_in, W_out, c, rows[k], _score(W_in, W_out, c, rows[k]), 1.0 if k == 0 else 0.0,
+                               lr, grad_h)
         for i in range(W_in.shape[1]):
             W_in[c, i] += grad_h[i]
         return -math.log(prob)                           # one log per pair: the product of its probabilities
