@@ -54,8 +54,10 @@ class LSTMLMConfig:
     def for_profile(cls, vocab_size: int, profile: str | None = None, **overrides) -> "LSTMLMConfig":
         """Sizes for the smoke / laptop / full profile (docs/design.md §3), then any field overridden by keyword.
 
-        laptop: 2 layers × 256 runs at ~6k tokens/s fp32 on a 2-core CPU, so one pass
-        over ~1.1M tokens takes ~3 min. No dropout there: in a single pass every batch is new text and
+        laptop: 2 layers × 256 over a 10k vocabulary takes ~1.0 s a step of 64 × 35 tokens fp32 on an idle
+        2-core CPU with both threads (1.9 s on one): the tied decoder's three 2,240 × 10k × 256 matrix
+        products are ~70 % of it, so unlike a small LSTM it wants every core; one pass over lesson 02's
+        ~0.8M tokens takes ~6 min. No dropout there: in a single pass every batch is new text and
         there is nothing to overfit yet (measured on 1M words, vocabulary 10k: held-out perplexity 146.5
         with dropout 0.1, 142.0 without). On this CPU bf16 autocast (MINILIB_CPU_BF16=1) was slower than
         fp32 for both the LSTM and the decoder, so it stays off.
