@@ -462,6 +462,10 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
     def tunes_the_lm(method):  # stage (b) first: slow the first time, cached after
         return method in se.RECIPES and se.RECIPES[method].lm_fine_tuning
 
+    def waits_for_stage_b(method):  # in class a click never starts hours of LM fine-tuning
+        lm_config = se.method_config(config, method)
+        return tunes_the_lm(method) and not se.lm_cache_path(task, pretrained_path, lm_config).exists()
+
     def grid_summary():
         rows = se.cached_rows(task, pretrained_path, grid_config, results_dir=results_dir, profile=grid_profile)
         rows += grid_runner.cached_rows(task, list(more_methods), grid_config.label_counts, grid_config.seeds,
@@ -497,6 +501,7 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
     panel = Panel([w.HBox([labels, seed, *live_training.controls]), w.HBox(list(boxes.values()))], progress=True,
                   text_height="120px")
     live: list[dict] = []  # points trained in this panel, at the live profile's sizes: never mixed into `grid`
+    notes: list[str] = []  # what the last click could not train, and why
     panel.progress(0, 1, live_training.note(live_profile) if live_training.opt_in is not None else
                    f"'train this point' trains at {live_profile} sizes; it is shown apart from the {grid_prof} grid")
 
@@ -510,7 +515,7 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
                  for r in summary if r["n_labels"] == n]
         lines += [f"{p['method']:18s} at {p['n_labels']:>5,} labels: error {p['error']:.1%} "
                   f"(seed {p['seed']}, trained here at {live_profile} sizes, not in the mean)" for p in points]
-        panel.say(*(lines or [f"no cached {grid_prof} points for these methods: {live_training.hint()}"]))
+        panel.say(*(lines or [f"no cached {grid_prof} points for these methods: {live_training.hint()}"]), *notes)
         fig, (ax, curves) = figure(10, 3.8, ncols=2)
         plot_grid(summary, ax)
         for p in points:
@@ -537,6 +542,16 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
             panel.say("tick at least one method")
             return
         n_labels, seed_ = labels.value, seed.value
+        skipped = [m for m in chosen if runtime.classroom() and waits_for_stage_b(m)]
+        chosen = [m for m in chosen if m not in skipped]
+        notes[:] = [f"{', '.join(skipped)}: not trained in classroom mode: stage (b) has not fine-tuned the LM on "
+                    f"{task}'s text yet ({se.method_config(config, skipped[0]).lm_epochs} epochs, hours on a CPU). "
+                    f"Before class, train what this click would (stage b first, cached after): python -m minilib "
+                    f"experiment sample-efficiency --task {task} --methods {','.join(skipped)} --labels {n_labels} "
+                    f"--seeds {seed_ + 1}"] if skipped else []
+        if not chosen:
+            draw()
+            return
         for i, method in enumerate(chosen):
             what = f"{method} ({i + 1}/{len(chosen)}), {n_labels} labels, seed {seed_}"
             lm_stage = "fine-tuning the LM on the task's text first (stage b; cached after), then " \

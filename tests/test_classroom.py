@@ -66,6 +66,7 @@ def _sample_efficiency(monkeypatch, trained):
 
     monkeypatch.setattr(se, "cached_rows", lambda *a, **k: grid_rows)
     monkeypatch.setattr(se, "run_point", fake_run_point)
+    monkeypatch.setattr(se, "lm_cache_path", lambda *a, **k: Path(__file__))   # stage (b) is cached
     monkeypatch.setattr(se, "resolve_labels", lambda task, n: 8000 if n == se.ALL else int(n))
     panel = widgets.sample_efficiency_explorer("rt", "unused.pt", grid_profile="laptop")
     return panel, "error 31.0% ± 0.8% (3 seeds, cached laptop grid)"
@@ -142,6 +143,31 @@ def test_in_classroom_mode_a_widget_answers_from_the_cache_and_trains_only_after
     count = len(trained)
     train.click()
     assert len(trained) == count
+
+
+def test_in_classroom_mode_ulmfit_without_a_cached_stage_b_is_not_trained_and_the_panel_says_how(monkeypatch, tmp_path):
+    from minilib.experiments import sample_efficiency as se
+
+    monkeypatch.setenv("MINILIB_CLASSROOM", "1")
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    monkeypatch.setattr(widgets, "DOUBLE_CLICK_S", 0.0)
+    trained: list = []
+    panel, _ = _sample_efficiency(monkeypatch, trained)
+    monkeypatch.setattr(se, "lm_cache_path", lambda *a, **k: tmp_path / "lm-missing.pt")
+    part(panel, w.Checkbox, widgets.LiveTraining.OPT_IN).value = True
+    part(panel, w.SelectionSlider).value = 100
+    part(panel, w.Button, "train this point").click()
+    stage_b = [m for m in se.METHODS if se.RECIPES[m].lm_fine_tuning]
+    assert stage_b and [m for m, _, _ in trained] == [m for m in se.METHODS if m not in stage_b]
+    shown = " ".join(text(panel).split())
+    assert f"{', '.join(stage_b)}: not trained in classroom mode" in shown
+    seeds = part(panel, w.BoundedIntText).value + 1                               # 0..the seed asked for
+    assert f"experiment sample-efficiency --task rt --methods {','.join(stage_b)} --labels 100 --seeds {seeds}" in shown
+    for box in parts(panel, w.Checkbox)[1:]:                                       # only a stage-(b) method ticked
+        box.value = box.description in {se.METHOD_STYLE[m]["label"].split(" (")[0] for m in stage_b}
+    trained.clear()
+    part(panel, w.Button, "train this point").click()
+    assert trained == [] and "not trained in classroom mode" in " ".join(text(panel).split())
 
 
 @pytest.mark.parametrize("name", sorted(TRAINING_WIDGETS))

@@ -151,6 +151,25 @@ def resolve_labels(task: str, n_labels: int | str) -> int:
 
 # ----------------------------------------------------------------------------- one point
 
+def lm_texts(task, config: SampleEfficiencyConfig) -> list[str]:
+    """Stage (b)'s text: the task's unlabeled text (a task without any: its training texts, labels unused)."""
+    task = tasks.get(task)
+    texts = task.lm_text() if task.lm_text else list(task.train.texts)
+    return texts if config.lm_max_texts is None else texts[:config.lm_max_texts]
+
+
+def lm_cache_path(task, pretrained_path: str | Path, config: SampleEfficiencyConfig, seed: int = 0,
+                  cache_dir: str | Path | None = None) -> Path:
+    """Where stage (b)'s LM is cached: keyed by the text itself (not the task's name), the checkpoint's
+    bytes, the LM's epochs, LR and dropout scale, and the seed."""
+    from minilib.models.pretrained import file_sha256
+
+    text_sha = hashlib.sha256(json.dumps(lm_texts(task, config), ensure_ascii=False).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps([text_sha, file_sha256(pretrained_path), config.lm_epochs, config.lm_lr,
+                                     config.drop_mult, seed]).encode()).hexdigest()[:16]
+    return Path(cache_dir or provenance.REPO_ROOT / ".cache" / "ulmfit-lm") / f"lm-{key}.pt"
+
+
 def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyConfig, seed: int = 0,
                   cache_dir: str | Path | None = None, progress: bool | str = False):
     """Stage (b): the pretrained LM, vocabulary grown with the task's words (new rows = mean),
@@ -158,19 +177,14 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
     Cached (the grid reuses it for every label count and method): returns (lm, vocab)."""
     from minilib.data import tokenize
     from minilib.models.awd_lstm import AWDLSTM
-    from minilib.models.pretrained import file_sha256, load_pretrained
+    from minilib.models.pretrained import load_pretrained
     from minilib.recipes.ulmfit import extend_vocab, fine_tune_lm, grow_vocab
     from minilib.train.checkpoint import save
 
     task = tasks.get(task)
     lm, vocab, _ = load_pretrained(pretrained_path, "awd-lstm")
-    texts = task.lm_text() if task.lm_text else list(task.train.texts)
-    if config.lm_max_texts is not None:
-        texts = texts[:config.lm_max_texts]
-    text_sha = hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode()).hexdigest()  # the text, not the name
-    key = hashlib.sha256(json.dumps([text_sha, file_sha256(pretrained_path), config.lm_epochs, config.lm_lr,
-                                     config.drop_mult, seed]).encode()).hexdigest()[:16]
-    cache = Path(cache_dir or provenance.REPO_ROOT / ".cache" / "ulmfit-lm") / f"lm-{key}.pt"
+    texts = lm_texts(task, config)
+    cache = lm_cache_path(task, pretrained_path, config, seed, cache_dir)
     new_vocab = grow_vocab(vocab, (tokenize(t) for t in texts), min_count=3)
     lm = extend_vocab(lm, vocab, new_vocab)
     if not cache.exists():
