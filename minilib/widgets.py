@@ -545,7 +545,7 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
         skipped = [m for m in chosen if runtime.classroom() and waits_for_stage_b(m)]
         chosen = [m for m in chosen if m not in skipped]
         notes[:] = [f"{', '.join(skipped)}: not trained in classroom mode: stage (b) has not fine-tuned the LM on "
-                    f"{task}'s text yet ({se.method_config(config, skipped[0]).lm_epochs} epochs, hours on a CPU). "
+                    f"{task}'s text yet ({se.method_config(config, skipped[0]).lm_epochs} epochs of it: at laptop, hours on a CPU). "
                     f"Before class, train what this click would (stage b first, cached after): python -m minilib "
                     f"experiment sample-efficiency --task {task} --methods {','.join(skipped)} --labels {n_labels} "
                     f"--seeds {seed_ + 1}"] if skipped else []
