@@ -464,7 +464,8 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
 
     def waits_for_stage_b(method):  # in class a click never starts hours of LM fine-tuning
         lm_config = se.method_config(config, method)
-        return tunes_the_lm(method) and not se.lm_cache_path(task, pretrained_path, lm_config).exists()
+        return tunes_the_lm(method) and not se.lm_cache_path(se.lm_texts(task, lm_config), pretrained_path,
+                                                              lm_config).exists()
 
     def grid_summary():
         rows = se.cached_rows(task, pretrained_path, grid_config, results_dir=results_dir, profile=grid_profile)

@@ -158,13 +158,13 @@ def lm_texts(task, config: SampleEfficiencyConfig) -> list[str]:
     return texts if config.lm_max_texts is None else texts[:config.lm_max_texts]
 
 
-def lm_cache_path(task, pretrained_path: str | Path, config: SampleEfficiencyConfig, seed: int = 0,
+def lm_cache_path(texts: list[str], pretrained_path: str | Path, config: SampleEfficiencyConfig, seed: int = 0,
                   cache_dir: str | Path | None = None) -> Path:
-    """Where stage (b)'s LM is cached: keyed by the text itself (not the task's name), the checkpoint's
-    bytes, the LM's epochs, LR and dropout scale, and the seed."""
+    """Where stage (b)'s LM is cached: keyed by its text (`lm_texts`) itself, not the task's name, the
+    checkpoint's bytes, the LM's epochs, LR and dropout scale, and the seed."""
     from minilib.models.pretrained import file_sha256
 
-    text_sha = hashlib.sha256(json.dumps(lm_texts(task, config), ensure_ascii=False).encode()).hexdigest()
+    text_sha = hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode()).hexdigest()
     key = hashlib.sha256(json.dumps([text_sha, file_sha256(pretrained_path), config.lm_epochs, config.lm_lr,
                                      config.drop_mult, seed]).encode()).hexdigest()[:16]
     return Path(cache_dir or provenance.REPO_ROOT / ".cache" / "ulmfit-lm") / f"lm-{key}.pt"
@@ -184,7 +184,7 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
     task = tasks.get(task)
     lm, vocab, _ = load_pretrained(pretrained_path, "awd-lstm")
     texts = lm_texts(task, config)
-    cache = lm_cache_path(task, pretrained_path, config, seed, cache_dir)
+    cache = lm_cache_path(texts, pretrained_path, config, seed, cache_dir)
     new_vocab = grow_vocab(vocab, (tokenize(t) for t in texts), min_count=3)
     lm = extend_vocab(lm, vocab, new_vocab)
     if not cache.exists():
