@@ -360,6 +360,45 @@ def test_run_point_end_to_end_and_cached(tiny_pretrained, tmp_path, monkeypatch)
 
 
 @pytest.mark.data
+def test_a_stopped_point_is_not_cached_and_resumes_where_it_stopped(tiny_pretrained, tmp_path, monkeypatch):
+    """An all-label point on rt takes ~45 CPU minutes. Stopped in a notebook mid-epoch in its third unfreezing
+    stage, it caches no result (fit returns normally in a notebook, but not inside a grid point); run again,
+    it resumes from the step it stopped at and ends exactly as an uninterrupted run; its folder then goes."""
+    import minilib.train.learner as learner_module
+
+    class Stop(Callback):
+        def after_step(self, learner):
+            if learner.step == 57:
+                raise KeyboardInterrupt
+
+    class Count(Callback):
+        steps = 0
+
+        def after_step(self, learner):
+            self.steps += 1
+
+    config = dataclasses.replace(se.SIZES["smoke"], clf_epochs=4, max_test=100)
+
+    def point(name, callbacks=()):
+        return se.run_point("rt", 20, "ulmfit-supervised", 0, tiny_pretrained, config, callbacks=callbacks,
+                            results_dir=tmp_path / name, resume_dir=tmp_path / "partial")
+
+    trained, retrained = Count(), Count()
+    reference = point("reference", [trained])
+    assert len(reference["curve"]) == 4 and not any((tmp_path / "partial").iterdir())
+    monkeypatch.setattr(learner_module, "in_notebook", lambda: True)
+    with pytest.raises(KeyboardInterrupt):
+        point("resumed", [Stop()])
+    assert not (tmp_path / "resumed").exists()
+    (partial,) = (tmp_path / "partial").iterdir()
+    assert sorted(p.name for p in partial.iterdir()) == ["fit-0.pt", "fit-1.pt", "fit-2.pt"]
+    resumed = point("resumed", [retrained])
+    assert retrained.steps == trained.steps - 57  # the Stop wrote a checkpoint: not one step trained twice
+    assert resumed["curve"] == reference["curve"] and resumed["error"] == reference["error"]
+    assert not partial.exists()
+
+
+@pytest.mark.data
 def test_resolve_labels_all_and_bad_counts():
     assert se.resolve_labels("rt", "all") == len(se.task_data("rt", "train")[1])
     assert se.resolve_labels("trec", "50") == 50

@@ -28,6 +28,7 @@ import torch
 
 from minilib import provenance, runtime, tasks
 from minilib.models.pretrained import file_sha256
+from minilib.train.learner import propagate_interrupts
 from minilib.runtime import UsageError
 
 ALL = "all"  # a label count meaning "every labelled training example of the task"
@@ -151,8 +152,9 @@ def run_point(task, n_labels, method_name: str, seed: int, *, force: bool = Fals
     idx = task.sample(n, seed)
     t0 = time.perf_counter()
     ckpt = _checkpoint(m, prof, checkpoint)
-    result = m.train(task, idx, seed, settings or m.settings(prof), ckpt, progress=progress, callbacks=callbacks,
-                     **({"log": log} if log else {}), **train_options)
+    with propagate_interrupts():  # a Stop in a notebook must not leave an unfinished point cached
+        result = m.train(task, idx, seed, settings or m.settings(prof), ckpt, progress=progress, callbacks=callbacks,
+                         **({"log": log} if log else {}), **train_options)
     row = {"task": task.name, "n_labels": n, "labels": n_labels, "method": m.name, "seed": seed,
            **result, "error": 1 - result["accuracy"], "seconds": round(time.perf_counter() - t0, 2),
            "train_indices_sha256": hashlib.sha256(np.asarray(idx, dtype=np.int64).tobytes()).hexdigest(),

@@ -205,16 +205,27 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
     return lm, new_vocab
 
 
+def point_resume_dir(task, idx, seed: int, point: dict, checkpoint, method: str, valid_curve: bool = False,
+                     resume_dir: str | Path | None = None) -> Path:
+    """Where a point's classifier checkpoints while it trains (`train_classifier`)."""
+    key = hashlib.sha256(json.dumps([task.name, [int(i) for i in idx], seed, point, grid.file_sha256(checkpoint),
+                                     method, valid_curve], sort_keys=True).encode()).hexdigest()[:16]
+    return Path(resume_dir or provenance.REPO_ROOT / ".cache" / "ulmfit-points") / f"{task.name}-{method}-{key}.partial"
+
+
 def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: str, progress=False,
                      callbacks: Sequence = (), lm_cache_dir: str | Path | None = None,
-                     valid_curve: bool = False) -> dict[str, Any]:
+                     valid_curve: bool = False, resume_dir: str | Path | None = None) -> dict[str, Any]:
     """One ULMFiT-family point (the grid's `train`): the classifier on `task.train[idx]`, scored once on test.
 
     The pretrained checkpoint gives the vocabulary (every method tokenizes alike) and, unless the
     recipe says otherwise, the encoder's weights. The learning curve (`curve`) is the training loss
     per epoch; the test split is scored once, at the end, and nothing is selected on it.
     `valid_curve`: for a validation task (Task.validation(), whose "test" items are held out of
-    the training split) score them after every epoch too, into the curve."""
+    the training split) score them after every epoch too, into the curve.
+    The classifier checkpoints every 50 steps into `resume_dir` (default .cache/ulmfit-points/), in a
+    folder keyed by everything that decides the run: a killed or stopped point resumes there (an
+    all-label point on rt takes ~45 CPU minutes), and the folder goes once the point is scored."""
     from minilib.data.batching import ClassificationBatches, encode_texts
     from minilib.eval.classification import error_rate
     from minilib.models.awd_lstm import AWDLSTM
@@ -252,16 +263,19 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
     if valid_curve and not task.name.endswith("-valid"):
         raise UsageError(f"valid_curve scores the test split every epoch: use it on {task.name}'s "
                          f"validation task (Task.validation()), never on the real test split")
+    partial = point_resume_dir(task, idx, seed, point, checkpoint, method, valid_curve, resume_dir)
     learner = fine_tune_classifier(model, train, test if valid_curve else None, epochs=config.clf_epochs,
                                    lr=config.clf_lr,
                                    gradual_unfreezing=recipe.gradual_unfreezing,
                                    discriminative=recipe.discriminative, stlr=recipe.stlr,
                                    cycle_per_stage=config.cycle_per_stage, stage_lr_decay=config.stage_lr_decay,
-                                   callbacks=callbacks, progress=progress)
+                                   callbacks=callbacks, progress=progress,
+                                   checkpoint_dir=partial, checkpoint_every=50)
     curve = [{"epoch": i + 1, "train_loss": e["train_loss"],
               **({"valid_loss": e["valid_loss"], "valid_error": 1 - e["accuracy"]} if valid_curve else {})}
              for i, e in enumerate(learner.history.epochs)]
     error = error_rate(model, test)
+    shutil.rmtree(partial, ignore_errors=True)
     return {"accuracy": 1 - error, "n_test": len(test_labels), "curve": curve, "recipe": asdict(recipe),
             "lm_seconds": round(lm_seconds, 2), "pretrained": str(checkpoint),
             "pretrained_sha256": grid.file_sha256(checkpoint)}
@@ -292,12 +306,12 @@ def cached_point(task: str, n_labels: int | str, method: str, seed: int, pretrai
 def run_point(task: str, n_labels: int | str, method: str, seed: int, pretrained_path: str | Path,
               config: SampleEfficiencyConfig | None = None, *, force: bool = False, progress: bool | str = False,
               callbacks: Sequence = (), results_dir: str | Path | None = None,
-              lm_cache_dir: str | Path | None = None) -> dict[str, Any]:
+              lm_cache_dir: str | Path | None = None, resume_dir: str | Path | None = None) -> dict[str, Any]:
     """Train one classifier (or read it from the cache) and return its row ({"error", "accuracy", "curve", ...})."""
     config = config or SIZES[runtime.profile()]
     return grid.run_point(task, n_labels, method, seed, force=force, progress=progress, callbacks=callbacks,
                           threads=config.threads, checkpoint=pretrained_path, settings=settings(config, method),
-                          results_dir=results_dir, lm_cache_dir=lm_cache_dir)
+                          results_dir=results_dir, lm_cache_dir=lm_cache_dir, resume_dir=resume_dir)
 
 
 def run_grid(config: SampleEfficiencyConfig, pretrained_path: str | Path, label_counts: Sequence | None = None,

@@ -34,7 +34,8 @@ def fine_tune_classifier(model: ULMFiTClassifier, train, valid=None, epochs: int
                          cycle_per_stage: bool = False, stage_lr_decay: float = 1.0,
                          cut_frac: float = 0.1, ratio: float = 32, callbacks: Sequence[Callback] = (),
                          weight_decay: float = 0.01, clip: float | None = 1.0, progress: bool | str = False,
-                         device=None) -> Learner:
+                         device=None, checkpoint_dir: str | Path | None = None,
+                         checkpoint_every: int | None = None) -> Learner:
     """Stage (c), §3.3, with each trick switchable (for the ablations of the paper's Table 7).
 
     gradual_unfreezing: epoch 1 trains only the head (freeze_to(-1)), each later epoch unfreezes
@@ -46,10 +47,12 @@ def fine_tune_classifier(model: ULMFiTClassifier, train, valid=None, epochs: int
         iteration), so the groups unfrozen last only ever see its decayed tail. On, each unfreezing
         stage gets a cycle of its own and the epochs after the last unfreezing share one (as
         fastai's ULMFiT recipe runs fit_one_cycle per stage); stage k's peak is lr * stage_lr_decay**k.
+    checkpoint_dir / checkpoint_every: the Learner's (one file per fit), so a killed run resumes where it stopped.
     Returns the Learner (learner.history holds every epoch; learner.model is `model`).
     """
     learner = Learner(model, train, valid, loss_fn=F.cross_entropy, metrics=[accuracy] if valid is not None else (),
-                      callbacks=callbacks, weight_decay=weight_decay, clip=clip, progress=progress, device=device)
+                      callbacks=callbacks, weight_decay=weight_decay, clip=clip, progress=progress, device=device,
+                      checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every)
     n_groups = len(learner.groups)
     n_stages = min(epochs, n_groups) if gradual_unfreezing else 1
     stage_epochs = [1] * (n_stages - 1) + [epochs - n_stages + 1]  # the last stage: every epoch that is left

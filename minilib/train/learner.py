@@ -36,9 +36,12 @@ so far stays on the learner, a checkpoint is written (if checkpoint_dir),
 SaveBest puts back its best weights. In a notebook fit then returns the
 history (stopping is an intended way to end training); in a script the
 KeyboardInterrupt is raised again after that cleanup so the program ends.
+Inside `propagate_interrupts()` it is raised again in a notebook too: a caller
+that caches what fit made (a grid point) must never cache an unfinished run.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from pathlib import Path
@@ -54,6 +57,20 @@ from minilib.train.groups import GroupsSpec, layer_groups, optimizer_groups, set
 from minilib.train.history import History
 from minilib.train.progress import in_notebook, make_progress
 from minilib.train.schedules import Schedule, get_schedule
+
+
+_propagating = 0  # > 0 inside propagate_interrupts()
+
+
+@contextlib.contextmanager
+def propagate_interrupts():
+    """Inside this block a Stop ends fit with KeyboardInterrupt even in a notebook (after the cleanup)."""
+    global _propagating
+    _propagating += 1
+    try:
+        yield
+    finally:
+        _propagating -= 1
 
 
 def to_device(batch, device: torch.device):
@@ -362,7 +379,7 @@ class Learner:
         epoch, batch = self._fit_state["position"]
         self.epochs_done = self._fit_state["epoch_base"] + epoch + (batch > 0)  # a started epoch counts
         if self.interrupted:
-            if not in_notebook():
+            if _propagating or not in_notebook():
                 raise KeyboardInterrupt
         else:
             self.fits_done += 1  # an interrupted fit keeps its number, so fitting again resumes it
