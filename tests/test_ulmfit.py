@@ -378,6 +378,7 @@ def test_a_stopped_point_is_not_cached_and_resumes_where_it_stopped(tiny_pretrai
             self.steps += 1
 
     config = dataclasses.replace(se.SIZES["smoke"], clf_epochs=4, max_test=100)
+    monkeypatch.setattr(se, "RESUME_MIN_STEPS", 80)  # this point's 4 epochs x 20 steps (a short one does not resume)
 
     def point(name, callbacks=()):
         return se.run_point("rt", 20, "ulmfit-supervised", 0, tiny_pretrained, config, callbacks=callbacks,

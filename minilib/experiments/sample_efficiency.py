@@ -205,6 +205,11 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
     return lm, new_vocab
 
 
+# A laptop classifier's checkpoint (weights and Adam's moments) is ~86 MB and takes ~0.5 s to write: after every
+# epoch of a short point (20 steps) that is ~5 % of its time, more than restarting it would lose.
+RESUME_MIN_STEPS = 1000
+
+
 def point_resume_dir(task, idx, seed: int, point: dict, checkpoint, method: str, valid_curve: bool = False,
                      resume_dir: str | Path | None = None) -> Path:
     """Where a point's classifier checkpoints while it trains (`train_classifier`)."""
@@ -223,9 +228,10 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
     per epoch; the test split is scored once, at the end, and nothing is selected on it.
     `valid_curve`: for a validation task (Task.validation(), whose "test" items are held out of
     the training split) score them after every epoch too, into the curve.
-    The classifier checkpoints every 50 steps into `resume_dir` (default .cache/ulmfit-points/), in a
-    folder keyed by everything that decides the run: a killed or stopped point resumes there (an
-    all-label point on rt takes ~45 CPU minutes), and the folder goes once the point is scored."""
+    A point of RESUME_MIN_STEPS steps or more checkpoints every 50 steps and every epoch into `resume_dir`
+    (default .cache/ulmfit-points/), in a folder keyed by everything that decides the run: a killed or
+    stopped point resumes there (an all-label point on rt takes ~45 CPU minutes), and the folder goes
+    once the point is scored."""
     from minilib.data.batching import ClassificationBatches, encode_texts
     from minilib.eval.classification import error_rate
     from minilib.models.awd_lstm import AWDLSTM
@@ -264,6 +270,8 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
         raise UsageError(f"valid_curve scores the test split every epoch: use it on {task.name}'s "
                          f"validation task (Task.validation()), never on the real test split")
     partial = point_resume_dir(task, idx, seed, point, checkpoint, method, valid_curve, resume_dir)
+    if config.clf_epochs * len(train) < RESUME_MIN_STEPS:
+        partial = None  # a short point starts over: a checkpoint after every epoch would cost it more
     learner = fine_tune_classifier(model, train, test if valid_curve else None, epochs=config.clf_epochs,
                                    lr=config.clf_lr,
                                    gradual_unfreezing=recipe.gradual_unfreezing,
@@ -275,7 +283,8 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
               **({"valid_loss": e["valid_loss"], "valid_error": 1 - e["accuracy"]} if valid_curve else {})}
              for i, e in enumerate(learner.history.epochs)]
     error = error_rate(model, test)
-    shutil.rmtree(partial, ignore_errors=True)
+    if partial is not None:
+        shutil.rmtree(partial, ignore_errors=True)
     return {"accuracy": 1 - error, "n_test": len(test_labels), "curve": curve, "recipe": asdict(recipe),
             "lm_seconds": round(lm_seconds, 2), "pretrained": str(checkpoint),
             "pretrained_sha256": grid.file_sha256(checkpoint)}
