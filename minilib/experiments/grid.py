@@ -28,8 +28,8 @@ import torch
 
 from minilib import provenance, runtime, tasks
 from minilib.models.pretrained import file_sha256
-from minilib.train.learner import propagate_interrupts
 from minilib.runtime import UsageError
+from minilib.train.learner import propagate_interrupts
 
 ALL = "all"  # a label count meaning "every labelled training example of the task"
 RESULTS = provenance.REPO_ROOT / "results"

@@ -230,7 +230,7 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
     the training split) score them after every epoch too, into the curve.
     A point of RESUME_MIN_STEPS steps or more checkpoints every 50 steps and every epoch into `resume_dir`
     (default .cache/ulmfit-points/), in a folder keyed by everything that decides the run: a killed or
-    stopped point resumes there (an all-label point on rt takes ~45 CPU minutes), and the folder goes
+    stopped point resumes there (an all-label ULMFiT point on rt takes about an hour of one thread), and the folder goes
     once the point is scored."""
     from minilib.data.batching import ClassificationBatches, encode_texts
     from minilib.eval.classification import error_rate
