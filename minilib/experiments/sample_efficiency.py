@@ -230,8 +230,8 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
     the training split) score them after every epoch too, into the curve.
     A point of RESUME_MIN_STEPS steps or more checkpoints every 50 steps and every epoch into `resume_dir`
     (default .cache/ulmfit-points/), in a folder keyed by everything that decides the run: a killed or
-    stopped point resumes there (an all-label ULMFiT point on rt takes about an hour of one thread), and the folder goes
-    once the point is scored."""
+    stopped point resumes there (an all-label ULMFiT point on rt takes about an hour of one thread), and
+    the folder goes once the point is scored."""
     from minilib.data.batching import ClassificationBatches, encode_texts
     from minilib.eval.classification import error_rate
     from minilib.models.awd_lstm import AWDLSTM
@@ -269,9 +269,9 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
     if valid_curve and not task.name.endswith("-valid"):
         raise UsageError(f"valid_curve scores the test split every epoch: use it on {task.name}'s "
                          f"validation task (Task.validation()), never on the real test split")
-    partial = point_resume_dir(task, idx, seed, point, checkpoint, method, valid_curve, resume_dir)
-    if config.clf_epochs * len(train) < RESUME_MIN_STEPS:
-        partial = None  # a short point starts over: a checkpoint after every epoch would cost it more
+    # a short point starts over: a checkpoint after every epoch would cost it more than a restart loses
+    partial = (point_resume_dir(task, idx, seed, point, checkpoint, method, valid_curve, resume_dir)
+               if config.clf_epochs * len(train) >= RESUME_MIN_STEPS else None)
     learner = fine_tune_classifier(model, train, test if valid_curve else None, epochs=config.clf_epochs,
                                    lr=config.clf_lr,
                                    gradual_unfreezing=recipe.gradual_unfreezing,
