@@ -63,8 +63,9 @@ def test_the_tuned_recipes_are_what_the_search_chose_on_both_tasks():
 
 
 def test_method_config_gives_each_method_its_recipe_only_when_tuned():
-    base = se.SIZES["laptop"]
-    assert not base.tuned and se.settings(base, "ulmfit") == se.settings(base)    # the shipped grid's keys
+    assert se.SIZES["laptop"].tuned and se.SIZES["full"].tuned and not se.SIZES["smoke"].tuned
+    base = dataclasses.replace(se.SIZES["laptop"], tuned=False)                  # the literal grid's keys
+    assert se.settings(base, "ulmfit") == se.settings(base)
     assert "tuned" not in se.settings(base)
     tuned = dataclasses.replace(base, tuned=True)
     assert se.method_config(tuned, "scratch").clf_lr == 3e-3

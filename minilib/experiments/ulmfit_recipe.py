@@ -51,7 +51,8 @@ def candidates_for(method: str) -> tuple[str, ...]:
 
 
 def config_of(candidate: str, profile: str | None = None) -> se.SampleEfficiencyConfig:
-    return dataclasses.replace(se.SIZES[profile or runtime.profile()], **CANDIDATES[candidate])
+    """The profile's settings with `candidate`'s changes, never TUNED's (the search is what chose TUNED)."""
+    return dataclasses.replace(se.SIZES[profile or runtime.profile()], tuned=False, **CANDIDATES[candidate])
 
 
 def _points(methods: Sequence[str], label_counts):
