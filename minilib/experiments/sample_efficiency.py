@@ -193,7 +193,8 @@ def fine_tuned_lm(task, pretrained_path: str | Path, config: SampleEfficiencyCon
         tuned = AWDLSTM(lm.cfg.scale_dropouts(config.drop_mult))  # fastai's drop_mult for fine-tuning
         tuned.load_state_dict(lm.state_dict())
         runtime.seed_everything(seed)
-        # 10 epochs on rt's text take ~2 hours on a 2-core CPU: checkpoint often, so a killed run resumes
+        # 10 epochs on rt's text are most of an hour of one thread (docs/measurements.md): checkpoint often, so a
+        # killed run resumes
         partial = cache.with_suffix(".partial")
         print(f"stage (b): fine-tuning the LM on {len(texts):,} texts of {task.name}, {config.lm_epochs} epochs, "
               f"once for every point (cached as {cache.name}; checkpoints in {partial.name}, a killed run resumes)",
