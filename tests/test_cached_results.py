@@ -18,7 +18,9 @@ CHOSEN = {("rt", "scratch", 100): 0.458, ("rt", "ulmfit", 100): 0.448, ("rt", "u
           ("trec", "scratch", 100): 0.453, ("trec", "ulmfit", 100): 0.446, ("trec", "ulmfit-supervised", 50): 0.545,
           ("trec", "ulmfit", 2000): 0.217, ("trec", "scratch", "all"): 0.156, ("trec", "ulmfit", "all"): 0.147,
           ("trec", "ulmfit-no-discr", 500): 0.279, ("trec", "ulmfit-no-stlr", 500): 0.323,
-          ("trec", "ulmfit-no-unfreezing", 500): 0.309}
+          ("trec", "ulmfit-no-unfreezing", 500): 0.309, ("trec", "ulmfit-supervised", "all"): 0.141,
+          ("rt", "ulmfit-no-discr", 500): 0.398, ("rt", "ulmfit-no-stlr", 500): 0.423,
+          ("rt", "ulmfit-no-unfreezing", 500): 0.412}
 # the first grid, with the paper's schedule read literally (se.LITERAL_DIR), which §4b of lesson 04 diagnoses
 LITERAL = {("rt", "scratch", 100): 0.499, ("rt", "ulmfit", 100): 0.458, ("rt", "scratch", "all"): 0.250,
            ("rt", "ulmfit", "all"): 0.325, ("trec", "scratch", 100): 0.519, ("trec", "ulmfit", 100): 0.491,
