@@ -464,8 +464,8 @@ def cli_run(args, name: str) -> int:
     config = SIZES[prof]
     if args.recipe:
         config = replace(config, tuned=args.recipe == "chosen")
-    if args.recipe == "literal" and args.results_dir is None:
-        args.results_dir = LITERAL_DIR  # never beside the chosen grid's files of the same names
+    # the literal grid never sits beside the chosen grid's files of the same names (baselines keep their folder)
+    recipe_dir = args.results_dir or (LITERAL_DIR if args.recipe == "literal" else None)
     checkpoint_path = args.checkpoint or default_checkpoint(prof)
     labels = grid.parse_labels(args.labels) if args.labels else (
         list(config.label_counts) if name == "sample-efficiency" else [ABLATION_LABELS[prof]])
@@ -484,7 +484,7 @@ def cli_run(args, name: str) -> int:
                 if m in RECIPES:
                     row = grid.run_point(task, n, m, seed, force=args.force, threads=config.threads,
                                          checkpoint=checkpoint_path, settings=settings(config, m),
-                                         results_dir=args.results_dir)
+                                         results_dir=recipe_dir)
                 else:
                     row = grid.run_point(task, n, m, seed, force=args.force, results_dir=args.results_dir)
                 rows.append(row)
