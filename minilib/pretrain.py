@@ -146,13 +146,28 @@ def add_gpt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=None, help="optimizer steps of the schedule (default: per profile)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then cosine to 0)")
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests; the run then counts as finished)")
+    add_budget_argument(p)
     add_run_arguments(p, "gpt")
+
+
+def add_budget_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--budget", type=float, default=None, metavar="X",
+                   help="train X times the profile's compute (the compute axis): X times the steps, LR held "
+                        "then a 20%% cool-down, a snapshot every 1/8 of the profile's steps "
+                        "(default out: <name>-<profile>-<X>x.pt)")
+
+
+def budget_suffix(budget: float | None) -> str:
+    """'' for the profile's own run, '-4x' for --budget 4 (checkpoint and cache names)."""
+    return "" if budget is None else f"-{budget:g}x"
+
 
 
 def pretrain_gpt_command(args: argparse.Namespace) -> int:
     """GPT-1 (Radford et al. 2018) on pretraining_corpus('train') in byte-level BPE, held-out loss on 'valid'."""
     from minilib import data
     from minilib.data.tokenizer import pretrained_tokenizer
+    from minilib.models.gpt import GPT_SIZES
     from minilib.recipes.gpt import GPTPretrainConfig, pretrain_gpt
 
     prof = args.profile or runtime.profile()
@@ -161,8 +176,12 @@ def pretrain_gpt_command(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr)) if v is not None}
     cfg = GPTPretrainConfig.for_profile(prof, seed=args.seed, **overrides)
-    out = args.out or provenance.REPO_ROOT / "checkpoints" / f"gpt-{prof}.pt"
+    if args.budget is not None:
+        cfg = cfg.at_budget(args.budget)
+    out = args.out or provenance.REPO_ROOT / "checkpoints" / f"gpt-{prof}{budget_suffix(args.budget)}.pt"
     ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
+    print(f"{cfg.steps:,} steps, {cfg.steps * cfg.batch_size * GPT_SIZES[prof]['block_size']:,} tokens "
+          f"({cfg.schedule} schedule); resumable from {ckpt_dir}: run the same command again to continue")
     m = pretrain_gpt(cfg, data.pretraining_corpus("train", max_words=words), data.pretraining_corpus("valid"),
                      out, pretrained_tokenizer("bpe", prof), progress=False if args.progress == "off" else "console",
                      checkpoint_dir=ckpt_dir, resume=not args.no_resume, max_steps=args.max_steps,
@@ -180,6 +199,7 @@ def add_bert_arguments(p: argparse.ArgumentParser) -> None:
     from minilib.recipes.bert import add_bert_arguments as add_own   # BERT's own options live with its recipe
 
     add_own(p)
+    add_budget_argument(p)
     add_run_arguments(p, "bert")
 
 

@@ -75,7 +75,7 @@ def test_constant_and_get_schedule():
         get_schedule("stlr", warmup=10)
     with pytest.raises(ValueError, match="unknown schedule"):
         get_schedule("triangle")
-    assert set(schedules.SCHEDULES) == {"constant", "linear", "cosine", "stlr", "onecycle"}
+    assert set(schedules.SCHEDULES) == {"constant", "linear", "cosine", "wsd", "stlr", "onecycle"}
 
 
 @pytest.mark.parametrize("T", [46, 47, 133, 999])
@@ -84,3 +84,29 @@ def test_stlr_never_goes_below_its_floor_when_t_cut_frac_is_fractional(T):
     cut = int(T * 0.1)
     assert min(values) >= 1 / 32 - 1e-12 and values[-1] == pytest.approx(1 / 32)
     assert all(a >= b for a, b in zip(values[cut:], values[cut + 1:]))  # the descent only descends
+
+
+def test_wsd_warms_up_holds_then_cools_down_over_the_last_fifth():
+    wsd = functools.partial(schedules.warmup_stable_decay, warmup=10)
+    T = 1000
+    assert wsd(0, T) == pytest.approx(0.1) and wsd(9, T) == pytest.approx(1.0)
+    assert all(wsd(t, T) == 1.0 for t in range(10, 800))          # held: snapshots share one LR
+    assert wsd(800, T) == pytest.approx(1.0) and wsd(900, T) == pytest.approx(0.5)
+    assert wsd(999, T) == pytest.approx(1 / 200) and wsd(T, T) == 0.0
+    assert get_schedule("wsd", warmup=10)(500, T) == 1.0
+
+
+def test_at_budget_stretches_steps_keeps_warmup_steps_and_snapshots_every_eighth():
+    from minilib.recipes.bert import BERTPretrainConfig
+    from minilib.recipes.gpt import GPTPretrainConfig
+    from minilib.runtime import UsageError
+
+    gpt = GPTPretrainConfig.for_profile("laptop")
+    long = gpt.at_budget(4)
+    assert (long.steps, long.schedule, long.eval_every) == (16_000, "wsd", 500)
+    assert round(long.warmup * long.steps) == round(gpt.warmup * gpt.steps) == 120
+    assert all(round(x * gpt.steps) % long.eval_every == 0 for x in (1 / 8, 1 / 4, 1 / 2, 1, 2, 4))
+    bert = BERTPretrainConfig(steps=3_943, warmup=0.05).at_budget(2)
+    assert (bert.steps, bert.schedule, bert.eval_every) == (7_886, "wsd", 493)
+    with pytest.raises(UsageError):
+        gpt.at_budget(0)

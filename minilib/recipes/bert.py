@@ -31,7 +31,7 @@ from minilib.data.tokenizer import TOKENIZER_SIZES
 from minilib.models.bert import BERT, BERT_SIZES, OBJECTIVES, bert_config
 from minilib.models.gpt import GPT, GPT_SIZES, gpt_config
 from minilib.models.pretrained import half_state, round_to_half, save_pretrained
-from minilib.recipes.gpt import GPTPretrainConfig, HeldOutCurve
+from minilib.recipes.gpt import GPTPretrainConfig, HeldOutCurve, at_budget
 from minilib.train import Learner
 from minilib.train.callbacks import StopAfter, TokenClock
 
@@ -101,6 +101,11 @@ class BERTPretrainConfig:
     valid_batches: int = 32        # held-out batches of batch_size pairs, drawn once (fixed masks)
     seed: int = 0
     shape: tuple[int, int] | None = None   # (n_layer, n_embd) instead of the profile's; steps follow (equal compute)
+    schedule: str = "linear"       # §A.2: "linear decay of the learning rate"; "wsd" for a run at a budget
+
+    def at_budget(self, budget: float) -> "BERTPretrainConfig":
+        """This run stretched to `budget` × its compute: see recipes.gpt.at_budget."""
+        return at_budget(self, budget)
 
     @classmethod
     def for_profile(cls, profile: str, objective: str = "mlm+nsp", **overrides) -> "BERTPretrainConfig":
@@ -291,7 +296,7 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
     learner = Learner(PretrainingLoss(model), train, None, weight_decay=config.weight_decay, clip=config.clip,
                       device=device, progress=progress, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
                       checkpoint_every=config.eval_every if checkpoint_dir else None)
-    learner.fit(1, lr=config.lr, schedule="linear", warmup=config.warmup, resume=resume)   # §A.2: linear decay
+    learner.fit(1, lr=config.lr, schedule=config.schedule, warmup=config.warmup, resume=resume)
     model.cpu()
     fp32 = curve.points[-1]
     round_to_half(model)                                     # the metrics below are the saved model's
@@ -337,11 +342,12 @@ def add_bert_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: the profile's, checkpoints/bert-<profile>.pt; else bert-<profile>-2x128.pt)")
 
 
-def default_out(profile: str, objective: str, shape: tuple[int, int] | None = None) -> Path:
+def default_out(profile: str, objective: str, shape: tuple[int, int] | None = None,
+                budget: float | None = None) -> Path:
     """checkpoints/bert-<profile>.pt for BERT, bert-<objective>-<profile>.pt for an ablation; another shape
-    than the profile's adds it: bert-laptop-2x128.pt."""
+    than the profile's adds it (bert-laptop-2x128.pt), a budget too (bert-mlm-laptop-4x.pt)."""
     name = "bert" if objective == "mlm+nsp" else f"bert-{objective}"
-    suffix = f"-{shape[0]}x{shape[1]}" if shape is not None else ""
+    suffix = (f"-{shape[0]}x{shape[1]}" if shape is not None else "") + ("" if budget is None else f"-{budget:g}x")
     return provenance.REPO_ROOT / "checkpoints" / f"{name}-{profile}{suffix}.pt"
 
 
@@ -361,8 +367,13 @@ def pretrain_bert_command(args: argparse.Namespace, command: str | None = None) 
     overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr), ("shape", shape),
                                    ("mask_prob", args.mask_prob)) if v is not None}
     cfg = BERTPretrainConfig.for_profile(prof, args.objective, seed=args.seed, **overrides)
-    out = args.out or default_out(prof, args.objective, shape)
+    budget = getattr(args, "budget", None)
+    if budget is not None:
+        cfg = cfg.at_budget(budget)
+    out = args.out or default_out(prof, args.objective, shape, budget)
     ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
+    print(f"{cfg.steps:,} steps, {cfg.steps * cfg.batch_size * BERT_SIZES[prof]['block_size']:,} tokens "
+          f"({cfg.schedule} schedule); resumable from {ckpt_dir}: run the same command again to continue")
     m = pretrain_bert(cfg, data.pretraining_corpus("train", max_words=words), data.pretraining_corpus("valid"),
                       out, pretrained_tokenizer("wordpiece", prof),
                       progress=False if args.progress == "off" else "console", checkpoint_dir=ckpt_dir,

@@ -41,6 +41,14 @@ class GPTPretrainConfig:
     eval_every: int = 500          # steps between held-out scores and snapshots (and resumable checkpoints)
     valid_tokens: int = 100_000    # held-out BPE tokens scored at each evaluation
     seed: int = 0
+    schedule: str = "cosine"       # §4.1: "annealed to 0 using a cosine schedule"; "wsd" for a run at a budget
+
+    def at_budget(self, budget: float) -> "GPTPretrainConfig":
+        """This run stretched to `budget` × its compute (the compute axis): budget × the steps on the same
+        model and batches, the same warm-up steps, LR held until a 20 % linear cool-down ("wsd"), and a
+        held-out score and snapshot every 1/8 of the original steps, so the snapshots fall at
+        1/8, 1/4, 1/2, 1, 2, 4 … × the original compute."""
+        return at_budget(self, budget)
 
     @classmethod
     def for_profile(cls, profile: str, **overrides) -> "GPTPretrainConfig":
@@ -51,6 +59,17 @@ class GPTPretrainConfig:
                  "full": dict(batch_size=64, steps=20_000, lr=2.5e-4, warmup=0.1, eval_every=1_000,
                               valid_tokens=500_000)}
         return cls(profile=profile, **{**runtime.pick(sizes, profile), **overrides})
+
+
+def at_budget(config, budget: float):
+    """GPTPretrainConfig.at_budget for any pretraining config with steps, warmup, eval_every and schedule
+    (BERT's too)."""
+    if not budget > 0:
+        raise runtime.UsageError(f"--budget {budget}: give a multiple of the profile's compute above 0, e.g. 4")
+    steps = round(budget * config.steps)
+    warmup = config.warmup * config.steps / steps if config.warmup < 1 else config.warmup
+    return dataclasses.replace(config, steps=steps, warmup=warmup, schedule="wsd",
+                               eval_every=max(1, round(config.steps / 8)))
 
 
 def document_encodings(tokenizer, docs, batch: int = 256):
@@ -147,7 +166,7 @@ def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, to
     learner = Learner(NextTokenLoss(model), train, None, weight_decay=config.weight_decay, clip=config.clip, device=device,
                       progress=progress, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
                       checkpoint_every=config.eval_every if checkpoint_dir else None)
-    learner.fit(1, lr=config.lr, schedule="cosine", warmup=config.warmup, resume=resume)
+    learner.fit(1, lr=config.lr, schedule=config.schedule, warmup=config.warmup, resume=resume)
     model.cpu()
     fp32 = curve.points[-1]["valid_nats_per_token"]
     round_to_half(model)                                     # the metric below is the saved model's

@@ -319,9 +319,9 @@ class Learner:
         """Train for `epochs` passes over train_data; returns (and keeps) the History.
 
         lr: a float, slice(lo, hi) (geometric over layer groups), slice(hi) (ULMFiT's /2.6
-        per group) or one LR per group. schedule: 'constant' | 'linear' | 'cosine' | 'stlr' |
-        'onecycle' | callable (step, total) -> multiplier. warmup: steps, or a fraction of
-        all steps if < 1 (for constant/linear/cosine). eval_every: also validate every N steps.
+        per group) or one LR per group. schedule: 'constant' | 'linear' | 'cosine' | 'wsd' |
+        'stlr' | 'onecycle' | callable (step, total) -> multiplier. warmup: steps, or a fraction of
+        all steps if < 1 (for constant/linear/cosine/wsd). eval_every: also validate every N steps.
         """
         n = len(self.train_data)
         total = epochs * n

@@ -57,6 +57,19 @@ def cosine(step: int, total: int, *, warmup: int = 0, final: float = 0.0) -> flo
     return _cos_anneal(1.0, final, min(1.0, pct))
 
 
+def warmup_stable_decay(step: int, total: int, *, warmup: int = 0, decay: float = 0.2) -> float:
+    """Linear warm-up over `warmup` steps, the peak held, then a linear decay to 0 over the last `decay`
+    share of the steps (Hu et al. 2024, MiniCPM §4.1; Hägele et al. 2024 find a 20 % cool-down matches a
+    cosine run). Until the decay, every step sits at the same LR, so snapshots of one long run at
+    1/8, 1/4, … of its steps are comparable with one another (the compute axis, chapter 08)."""
+    if step < warmup:
+        return (step + 1) / warmup
+    start = total - round(decay * total)
+    if step < start:
+        return 1.0
+    return max(0.0, 1.0 - (step - start) / max(1, total - start))
+
+
 def slanted_triangular(step: int, total: int, *, cut_frac: float = 0.1, ratio: float = 32) -> float:
     """Slanted triangular LR (Howard & Ruder 2018, ULMFiT §3.2, eq. 3), as a fraction of eta_max.
 
@@ -88,7 +101,7 @@ def one_cycle(step: int, total: int, *, pct_start: float = 0.25, div: float = 25
     return _cos_anneal(1.0, 1 / final_div, min(1.0, (step - up) / max(1, total - up)))
 
 
-SCHEDULES = {"constant": constant, "linear": linear_decay, "cosine": cosine,
+SCHEDULES = {"constant": constant, "linear": linear_decay, "cosine": cosine, "wsd": warmup_stable_decay,
              "stlr": slanted_triangular, "onecycle": one_cycle}
 
 
