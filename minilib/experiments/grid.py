@@ -110,24 +110,26 @@ def _checkpoint(m: Method, profile: str, checkpoint: str | Path | None) -> Path 
     return Path(ckpt) if ckpt else None
 
 
-def _key(m: Method, task: tasks.Task, profile: str, checkpoint=None, settings=None) -> dict[str, Any]:
-    ckpt = _checkpoint(m, profile, checkpoint)
+def _key(m: Method, task: tasks.Task, profile: str, checkpoint=None, settings=None,
+         checkpoint_sha256: str | None = None) -> dict[str, Any]:
+    ckpt = None if checkpoint_sha256 else _checkpoint(m, profile, checkpoint)
     return {"task_sha256": task.fingerprint, "config": json.loads(json.dumps(settings or m.settings(profile))),
-            "checkpoint_sha256": file_sha256(ckpt) if ckpt else None}
+            "checkpoint_sha256": checkpoint_sha256 or (file_sha256(ckpt) if ckpt else None)}
 
 
 def cached_point(task, n_labels, method_name: str, seed: int, profile: str | None = None, *,
                  checkpoint: str | Path | None = None, settings: dict | None = None,
-                 results_dir: str | Path | None = None) -> dict | None:
+                 results_dir: str | Path | None = None, checkpoint_sha256: str | None = None) -> dict | None:
     """The cached row of this point if its key still matches, else None (never trains).
     `profile`: whose grid to read (default: the current profile's); `checkpoint`, `settings`:
-    other than the method's defaults for that profile."""
+    other than the method's defaults for that profile; `checkpoint_sha256`: the checkpoint's identity as a
+    stamped summary recorded it, for reading points whose checkpoint is not on this machine."""
     task, m, prof = tasks.get(task), method(method_name), profile or runtime.profile()
     path = point_path(m, task, n_labels, seed, prof, results_dir)
     if not path.exists():
         return None
     row = json.loads(path.read_text())
-    key = _key(m, task, prof, checkpoint, settings)
+    key = _key(m, task, prof, checkpoint, settings, checkpoint_sha256)
     return row if all(row.get(k) == v for k, v in key.items()) else None
 
 
