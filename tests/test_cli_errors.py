@@ -114,3 +114,91 @@ def test_bert_ablations_bad_methods_or_checkpoint(capsys, argv, message):
 def test_bert_plateau_of_a_shape_never_pretrained_names_the_command(capsys):
     fails_with(capsys, "--shape 1x64", "experiment", "bert-plateau", "--profile", "laptop", "--shape", "1x64")
     fails_with(capsys, "multiple of 64", "experiment", "bert-plateau", "--profile", "laptop", "--shape", "1x100")
+
+
+# ----------------------------------------------------------------------------- a user's CSV as spreadsheets save it
+
+ROWS = [f"un café très bon numéro {i},pos" if i % 2 else f"un film ennuyeux numéro {i},neg" for i in range(60)]
+BODY = "text,label\n" + "\n".join(ROWS) + "\n"
+
+
+def test_a_utf8_file_with_a_bom_reads_as_utf8(capsys, tmp_path):
+    import codecs
+
+    path = tmp_path / "bom.csv"
+    path.write_bytes(codecs.BOM_UTF8 + BODY.encode("utf-8"))
+    code, _ = run(capsys, "data", "task", str(path))
+    assert code == 0
+    from minilib import tasks
+    task = tasks.get(str(path))
+    assert "un café très bon numéro 1" in task.train.texts + task.test.texts and task.classes == ("neg", "pos")
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_a_utf16_file_is_decoded(capsys, tmp_path, codec):
+    from minilib import tasks
+
+    path = tmp_path / "wide.csv"
+    path.write_bytes(BODY.encode(codec))          # utf-16 writes a BOM; -le / -be write none
+    assert run(capsys, "data", "task", str(path))[0] == 0
+    task = tasks.get(str(path))
+    assert len(task.train) + len(task.test) == 60 and "un café très bon numéro 1" in task.train.texts + task.test.texts
+
+
+def test_a_latin1_file_names_the_encoding_to_use(capsys, tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes(BODY.encode("latin-1"))
+    fails_with(capsys, "is not UTF-8 text (byte 0xe9 on line 2): re-save it as UTF-8", "data", "task", str(path))
+    fails_with(capsys, "--encoding cp1252", *experiment(path, "--labels", "10", "--methods", "majority"))
+    code, _ = run(capsys, "data", "task", str(path), "--encoding", "cp1252")   # the line's advice works
+    assert code == 0
+    fails_with(capsys, "--encoding klingon: no such encoding", "data", "task", str(path), "--encoding", "klingon")
+
+
+@pytest.mark.parametrize("content, message", [(b"", "is empty"), (b"\n \n", "is empty"),
+                                              (b"\xef\xbb\xbf", "is empty"),
+                                              (b"text,label\n", "has a header row (text, label) and no rows below it")])
+def test_an_empty_or_header_only_file_is_said_as_such(capsys, tmp_path, content, message):
+    path = tmp_path / "nothing.csv"
+    path.write_bytes(content)
+    fails_with(capsys, message, "data", "task", str(path))
+    fails_with(capsys, message, *experiment(path, "--labels", "10", "--methods", "majority"))
+
+
+@pytest.mark.parametrize("fraction", ["0", "1", "1.5"])
+def test_a_bad_test_fraction_names_the_real_flags(capsys, reviews, fraction):
+    fails_with(capsys, "(--test-fraction), or give a separate test file (--test-file PATH)",
+               "data", "task", str(reviews), "--test-fraction", fraction)
+
+
+def test_an_experiment_prints_the_leak_guard_drops_per_class(capsys, tmp_path):
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    rows = [f"a fine film number {i} with a long enough text,pos" if i % 2 else
+            f"a dull film number {i} with a long enough text,neg" for i in range(60)]
+    train.write_text("text,label\n" + "\n".join(rows) + "\n")
+    test.write_text("text,label\n" + "\n".join(rows[:5]) + "\n")   # rows 0-4 leak: 3 neg, 2 pos
+    code = main(experiment(train, "--test-file", str(test), "--labels", "10", "--methods", "majority",
+                           "--results-dir", str(tmp_path / "r")))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "train: the leak guard dropped 5 of 60 training rows that match a test text (neg 3, pos 2)" in out, out
+
+
+def test_methods_help_lists_every_method(capsys):
+    from minilib.experiments import grid
+
+    with pytest.raises(SystemExit):
+        main(["experiment", "sample-efficiency", "--help"])
+    text = " ".join(capsys.readouterr().out.split()).replace("- ", "-")   # argparse wraps at hyphens
+    missing = [m for names in grid.families().values() for m in names if m not in text]
+    assert not missing and "pooled-elmo" in text and "tagger-elmo" in text and "gpt-scratch" in text, missing
+
+
+def test_a_baseline_run_warns_nothing(capsys, reviews, tmp_path, recwarn):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code = main(experiment(reviews, "--labels", "20", "--methods", "majority,bow-lr",
+                               "--results-dir", str(tmp_path / "r")))
+    assert code == 0

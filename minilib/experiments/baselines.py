@@ -60,8 +60,9 @@ def _bow(units, vocab: dict[str, int], pair: bool) -> torch.Tensor:
                 rows.append(r)
                 cols.append(c + block * width)
     values = torch.ones(len(rows))
+    # check_invariants named, so torch does not warn that it skipped the check (one O(nnz) pass at our sizes)
     return torch.sparse_coo_tensor(torch.tensor([rows, cols], dtype=torch.long).reshape(2, -1), values,
-                                   (len(units), width * (2 if pair else 1))).coalesce()
+                                   (len(units), width * (2 if pair else 1)), check_invariants=True).coalesce()
 
 
 def _mean_vectors(units, lookup: dict[str, np.ndarray], dim: int, pair: bool) -> torch.Tensor:

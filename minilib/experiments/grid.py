@@ -61,6 +61,15 @@ def method(name: str) -> Method:
     return METHODS[name]
 
 
+def families() -> dict[str, list[str]]:
+    """Every registered method's name, grouped by its family (results/<family>/), in registration order."""
+    _load_families()
+    out: dict[str, list[str]] = {}
+    for m in METHODS.values():
+        out.setdefault(m.family, []).append(m.name)
+    return out
+
+
 def _load_families() -> None:
     """Each family registers its methods when imported."""
     for family in ("baselines", "sample_efficiency", "elmo_downstream", "elmo_pos", "gpt_finetune",

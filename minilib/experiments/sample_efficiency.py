@@ -443,9 +443,10 @@ def cli_arguments(p, name: str) -> None:
                    help="comma-separated label counts, 'all' for the whole train split (default: the profile's grid"
                         + (f"; ablations: {ABLATION_LABELS['laptop']} at laptop)" if name == "ulmfit-ablations" else ")"))
     if name == "sample-efficiency":
+        listing = "; ".join(f"{family}: {', '.join(names)}" for family, names in grid.families().items())
         p.add_argument("--methods", default=",".join(METHODS),
-                       help=f"comma-separated: {', '.join(RECIPES)}, a baseline (majority, bow-lr, glove-lr, sgns-lr) "
-                            "or a later chapter's method (e.g. gpt-scratch,gpt; bert-scratch,bert)")
+                       help=f"comma-separated (default: {','.join(METHODS)}), any of the grid's methods ({listing}) "
+                            f"that handles the task's kind")
     p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the profile's)")
     p.add_argument("--recipe", choices=("chosen", "literal"), default=None,
                    help="chosen: each method's recipe from `experiment ulmfit-recipe` (TUNED; laptop's and full's "

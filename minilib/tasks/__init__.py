@@ -11,8 +11,10 @@ label counts are sampled from train only, and nothing is ever selected on test.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
+import io
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -49,6 +51,9 @@ class Task:
     test: Split
     lm_text: Callable[[], list[str]] | None = field(default=None, repr=False)  # unlabelled in-domain text (ULMFiT (b))
     source: str = ""                   # where it comes from, one line
+    user: bool = False                 # a user's data (a CSV): its grid points are cached in the user's data
+                                       # cache, never in the repository's results/ (experiments/grid.py)
+    dropped: dict[str, int] = field(default_factory=dict, repr=False)  # class -> training rows the leak guard dropped
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -116,26 +121,40 @@ class Task:
             return [t for t in self.lm_text() if t not in held_texts]
         return Task(name=f"{self.name}-valid", kind=self.kind, classes=self.classes, train=part(rest),
                     test=part(keep), lm_text=lm_text if self.lm_text else None,
-                    source=f"{self.name}'s training split, {len(keep):,} items held out for validation (seed {seed})")
+                    source=f"{self.name}'s training split, {len(keep):,} items held out for validation (seed {seed})",
+                    user=self.user)
+
+    def leak_line(self) -> str:
+        """One line: how many training rows the leak guard dropped, per class ('' for a task without a count)."""
+        if not self.user:
+            return ""
+        total = sum(self.dropped.values())
+        kept = len(self.train)
+        per_class = ", ".join(f"{c} {n:,}" for c, n in self.dropped.items() if n)
+        return (f"{self.name}: the leak guard dropped {total:,} of {total + kept:,} training rows that match a test "
+                f"text" + (f" ({per_class})" if total else ""))
 
     # ------------------------------------------------------------------------- a user's data
     @classmethod
     def from_csv(cls, path: str | Path, text: str = "text", label: str = "label", text_b: str | None = None,
                  test: str | Path | None = None, test_fraction: float = 0.2, seed: int = 0,
-                 name: str | None = None) -> "Task":
+                 name: str | None = None, encoding: str | None = None) -> "Task":
         """A sentence (or, with `text_b`, pair) task from a CSV or TSV file with a header row.
 
-        The test split is the file `test` if given, else a seeded `test_fraction` of the rows.
-        Training rows whose text matches a test text (equal, contained, same opening or ending)
-        are dropped by the leak guard, so a near-duplicate cannot leak a test answer."""
+        The file is read as `encoding`, else by its byte-order mark (UTF-8 with a BOM, UTF-16), else
+        as UTF-8 (see `read_text`). The test split is the file `test` if given, else a seeded
+        `test_fraction` of the rows. Training rows whose text matches a test text (equal, contained,
+        same opening or ending) are dropped by the leak guard, so a near-duplicate cannot leak a test
+        answer; `dropped` counts them per class."""
         from minilib.data.labelled import LeakGuard
 
-        rows = _read_table(path, [c for c in (text, label, text_b) if c])
+        rows = _read_table(path, [c for c in (text, label, text_b) if c], encoding)
         if test is not None:
-            test_rows = _read_table(test, [c for c in (text, label, text_b) if c])
+            test_rows = _read_table(test, [c for c in (text, label, text_b) if c], encoding)
         else:
             if not 0 < test_fraction < 1:
-                raise TaskError(f"test_fraction={test_fraction}: use a number between 0 and 1, or pass test=PATH")
+                raise TaskError(f"test fraction {test_fraction}: use a number between 0 and 1 (--test-fraction), "
+                                f"or give a separate test file (--test-file PATH)")
             order = np.random.default_rng(seed).permutation(len(rows))
             n_test = max(1, round(len(rows) * test_fraction))
             test_rows, rows = [rows[i] for i in order[:n_test]], [rows[i] for i in sorted(order[n_test:])]
@@ -153,29 +172,76 @@ class Task:
 
         guard = LeakGuard(r[text] for r in test_rows)
         leaked = guard.mask([r[text] for r in rows])
+        dropped = Counter(r[label] for r, bad in zip(rows, leaked) if bad)
         rows = [r for r, bad in zip(rows, leaked) if not bad]
         index = {c: i for i, c in enumerate(classes)}
         return cls(name=name or Path(path).stem, kind="pair" if text_b else "sentence", classes=classes,
                    train=Split([item(r) for r in rows], [index[r[label]] for r in rows]),
                    test=Split([item(r) for r in test_rows], [index[r[label]] for r in test_rows]),
-                   source=f"{Path(path).name} ({sum(leaked)} training rows dropped by the leak guard)")
+                   source=f"{Path(path).name} ({sum(leaked)} training rows dropped by the leak guard)",
+                   user=True, dropped={c: dropped[c] for c in classes})
 
 
-def _read_table(path: str | Path, columns: Sequence[str]) -> list[dict[str, str]]:
+BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),   # UTF-32's BOM starts like UTF-16's
+        (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def read_text(path: str | Path, encoding: str | None = None) -> str:
+    """A text file's contents as str. `encoding` if given; else the byte-order mark decides (UTF-8 with a
+    BOM, as spreadsheets save "CSV UTF-8", or UTF-16/32, as some save "Unicode text"), the BOM dropped;
+    a file without one but with NUL bytes in every other place is UTF-16; anything else must be UTF-8.
+    Bytes that do not decode raise TaskError naming the encoding they look like (cp1252 or latin-1)."""
+    path = Path(path)
+    raw = path.read_bytes()
+    if encoding is None:
+        encoding = next((enc for bom, enc in BOMS if raw.startswith(bom)), None)
+    if encoding is None and len(raw) >= 2 and raw.count(b"\x00") * 3 >= len(raw):  # UTF-16 without a BOM
+        encoding = "utf-16-le" if raw[1::2].count(0) > raw[0::2].count(0) else "utf-16-be"
+    try:
+        codecs.lookup(encoding or "utf-8")
+    except LookupError:
+        raise TaskError(f"--encoding {encoding}: no such encoding; use e.g. utf-8, utf-16, cp1252 or latin-1") from None
+    try:
+        return raw.decode(encoding or "utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        guess = "cp1252" if _decodes(raw, "cp1252") else "latin-1"
+        raise TaskError(f"{path} is not {encoding or 'UTF-8'} text (byte 0x{raw[exc.start]:02x} on line {line}): "
+                        f"re-save it as UTF-8 (a spreadsheet's \"CSV UTF-8\"), or read it as it is with "
+                        f"--encoding {guess}") from None
+
+
+def _decodes(raw: bytes, encoding: str) -> bool:
+    try:
+        raw.decode(encoding)
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _read_table(path: str | Path, columns: Sequence[str], encoding: str | None = None) -> list[dict[str, str]]:
+    """The rows of a CSV/TSV file with a header row, as {column: stripped text} for `columns`; rows missing
+    any of them dropped. An empty file, a header without rows or a missing column raise TaskError."""
     path = Path(path)
     if not path.is_file():
         raise TaskError(f"no file {path}: give the path of a CSV or TSV file with a header row")
-    with path.open(newline="", encoding="utf-8") as f:
-        sample = f.read(65536)
-        f.seek(0)
-        delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") or sample.count("\t") > sample.count(",") else ","
-        reader = csv.DictReader(f, delimiter=delimiter)
-        header = reader.fieldnames or []
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise TaskError(f"{path}: no column {missing[0]!r} (columns: {', '.join(header) or 'none'}); "
-                            f"name the right one, e.g. --text-column / --label-column")
-        rows = [{c: (r[c] or "").strip() for c in columns} for r in reader]
+    text = read_text(path, encoding).lstrip("\ufeff")  # a BOM written twice, or one inside a named encoding
+    if not text.strip():
+        raise TaskError(f"{path} is empty: give a CSV or TSV file with a header row "
+                        f"({', '.join(columns)}) and one row per example")
+    sample = text[:65536]
+    delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") or sample.count("\t") > sample.count(",") else ","
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    header = [h.strip() for h in reader.fieldnames or []]
+    reader.fieldnames = header
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise TaskError(f"{path}: no column {missing[0]!r} (columns: {', '.join(header) or 'none'}); "
+                        f"name the right one, e.g. --text-column / --label-column")
+    rows = [{c: (r[c] or "").strip() for c in columns} for r in reader]
+    if not rows:
+        raise TaskError(f"{path} has a header row ({', '.join(header)}) and no rows below it: "
+                        f"add one row per example")
     rows = [r for r in rows if all(r.values())]  # a row without text or label teaches nothing
     if not rows:
         raise TaskError(f"{path}: no row has a non-empty {' and '.join(map(repr, columns))}")
@@ -274,9 +340,16 @@ def add_arguments(p) -> None:
     p.add_argument("--text-b-column", default=None, help="second text column: makes a pair task")
     p.add_argument("--test-file", default=None, help="a separate CSV/TSV test file (default: hold out a fraction)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="rows held out for test when no --test-file")
+    p.add_argument("--encoding", default=None,
+                   help="the CSV's text encoding, e.g. cp1252 or latin-1 (default: UTF-8, or UTF-16 by its byte-order mark)")
 
 
-def from_args(args) -> Task:
-    """The task named by `args.task` with the CSV options of add_arguments."""
-    return get(args.task, text=args.text_column, label=args.label_column, text_b=args.text_b_column, test=args.test_file,
-                test_fraction=args.test_fraction)
+def from_args(args, announce: bool = True) -> Task:
+    """The task named by `args.task` with the CSV options of add_arguments. With `announce`, a user's
+    task prints its leak-guard line (Task.leak_line: rows dropped, per class) first, so every command
+    that reads it says what was dropped (stdout: stderr stays the one line of a mistake)."""
+    task = get(args.task, text=args.text_column, label=args.label_column, text_b=args.text_b_column, test=args.test_file,
+               test_fraction=args.test_fraction, encoding=getattr(args, "encoding", None))
+    if announce and task.leak_line():
+        print(task.leak_line(), flush=True)
+    return task
