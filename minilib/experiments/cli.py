@@ -47,6 +47,8 @@ EXPERIMENTS = {  # name -> (module, help)
                      "BERT's held-out loss along its pretraining split by what the input shows ([MASK], random, the answer) beside the left-to-right twin (chapter 07)"),
     "compute": ("minilib.experiments.compute",
                 "training FLOPs (6·N·D) of each shipped model's pretraining against one fine-tuning run, beside BERT's and GPT-3's (chapter 08)"),
+    "compute-axis": ("minilib.experiments.compute_axis",
+                     "each claim's effect at 100 labels along pretraining compute: snapshots of one long run at 1/8 … 8x the laptop budget (chapters 06-08)"),
     "gpt-zero-shot": ("minilib.experiments.gpt_zero_shot",
                       "GPT as a classifier before fine-tuning, along its pretraining (chapter 06, GPT-1 §5, Fig. 2)"),
 }

@@ -87,6 +87,17 @@ def half_state(model: nn.Module, drop=()) -> dict[str, torch.Tensor]:
             for k, v in model.state_dict().items() if k not in drop}
 
 
+def load_half_state(model: nn.Module, source: str | Path | dict[str, torch.Tensor]) -> nn.Module:
+    """Load a snapshot (a `half_state` dict, or a file of one: what the pretrainers write every `eval_every` steps
+    to .cache/pretrain/<name>/snapshots/) into `model` as float32, re-tying the weights its kind stores once."""
+    state = source if isinstance(source, dict) else torch.load(source, map_location="cpu", weights_only=True)
+    state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
+    for weight, tied_to in KINDS[kind_of(model)].tied.items():
+        state.setdefault(weight, state[tied_to])
+    model.load_state_dict(state)
+    return model
+
+
 def round_to_half(model: nn.Module) -> None:
     """Round the weights to what a half-precision checkpoint holds (so a measured metric is the saved model's)."""
     with torch.no_grad():

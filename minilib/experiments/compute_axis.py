@@ -1,0 +1,546 @@
+"""The compute axis: each era's claim measured along pretraining compute, not at one budget.
+
+At the laptop budget (~1 CPU-hour a model) several of the book's claims fail. One variable explains most
+of the gap to the papers: pretraining compute, C ≈ 6·N·D (Kaplan et al. 2020 §2.1). So each pretrained model
+has one long run, `python -m minilib pretrain gpt --budget 8` (and `pretrain bert --objective mlm|ltr
+--budget 8`), the laptop shape trained 8x the laptop steps with the LR held until a 20 % cool-down
+(recipes/gpt.at_budget), which keeps an fp16 snapshot every 1/8 of the laptop steps. At each budget mark
+x in BUDGETS (x the laptop compute) the snapshot becomes a loadable checkpoint (`build_checkpoint`:
+.cache/compute-axis/, never in git, deterministic bytes) whose held-out loss is measured on the weights as
+saved, and the run's method fine-tunes it at 100 labels with 3 seeds through the one grid runner
+(results/compute-axis/<run>/<x>x/). A claim compares two methods at every mark:
+
+    effect = error(the comparison) - error(the claim's winner)      (> 0: the paper's direction)
+
+    gpt_vs_scratch        gpt-scratch  - gpt from the snapshot          trec, rt, pos   (GPT-1 §5.2, Table 5)
+    mlm_vs_ltr            bert-ltr     - bert-mlm, both at the mark     pos             (BERT §5.1, Table 5, C.1)
+    pretrained_vs_static  the better of glove-lr / sgns-lr - gpt        rt              (the static vectors read 6B
+                                                                                          and ~7M tokens)
+
+and is summarised by its first and last effect, a least-squares slope per decade of compute and, where the
+slope points the paper's way, the compute at which the fitted line crosses 0 (an extrapolation past the last
+mark). The paper's own pretraining compute is marked on the same axis (`PAPER_MARKS`).
+
+    python -m minilib experiment compute-axis --dry-run      # which marks exist, what is cached, the CPU cost
+    python -m minilib experiment compute-axis                # results/compute-axis-<profile>.json
+    compute-axis: claim=gpt_vs_scratch task=trec budgets=6 max_budget_x=4 effect_first=-0.050 ...
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from minilib import provenance, runtime, tasks
+from minilib.experiments import grid
+from minilib.runtime import UsageError
+
+RESULTS_DIR = provenance.REPO_ROOT / "results" / "compute-axis"
+CACHE_DIR = provenance.REPO_ROOT / ".cache" / "compute-axis"
+SNAPSHOTS_ROOT = provenance.REPO_ROOT / ".cache" / "pretrain"
+RUN_BUDGET = 8                                        # the long runs' length, x the laptop steps
+BUDGETS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)           # the marks, x the laptop compute
+
+
+@dataclass(frozen=True)
+class Run:
+    """One long pretraining run: the model `kind`, the BERT objective (None for GPT) and the grid method that
+    fine-tunes its snapshots."""
+    name: str
+    kind: str
+    method: str
+    objective: str | None = None
+
+    def config(self, profile: str):
+        """The laptop (profile) run's pretraining config: its steps are 1x."""
+        if self.kind == "gpt":
+            from minilib.recipes.gpt import GPTPretrainConfig
+
+            return GPTPretrainConfig.for_profile(profile)
+        from minilib.recipes.bert import BERTPretrainConfig
+
+        return BERTPretrainConfig.for_profile(profile, self.objective)
+
+    def stem(self, profile: str) -> str:
+        """The long run's checkpoint name, as `pretrain ... --budget 8` writes it: gpt-laptop-8x."""
+        base = "gpt" if self.kind == "gpt" else f"bert-{self.objective}" if self.objective != "mlm+nsp" else "bert"
+        return f"{base}-{profile}-{RUN_BUDGET}x"
+
+    def command(self, profile: str) -> str:
+        objective = "" if self.kind == "gpt" else f" --objective {self.objective}"
+        return f"python -m minilib pretrain {self.kind} --profile {profile}{objective} --budget {RUN_BUDGET} --threads 1"
+
+
+RUNS = {"gpt": Run("gpt", "gpt", "gpt"),
+        "bert-mlm": Run("bert-mlm", "bert", "bert-mlm", "mlm"),
+        "bert-ltr": Run("bert-ltr", "bert", "bert-ltr", "ltr")}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """effect = error(comparison) - error(winner); `runs` are the long runs whose snapshots it reads."""
+    name: str
+    winner: str                  # a run's name: its method, from the snapshot at each mark
+    comparison: tuple[str, ...]  # a run's name (at the same mark), or fixed methods (the best of them)
+    tasks: tuple[str, ...]
+    source: str
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return (self.winner,) + tuple(c for c in self.comparison if c in RUNS)
+
+
+CLAIMS = (
+    Claim("gpt_vs_scratch", "gpt", ("gpt-scratch",), ("trec", "rt", "pos"),
+          "GPT-1 §5.2 and Table 5: without pretraining, -14.8 on average"),
+    Claim("mlm_vs_ltr", "bert-mlm", ("bert-ltr",), ("pos",),
+          "BERT §5.1, Table 5 and Appendix C.1 (Fig. 5): the masked LM beats left-to-right"),
+    Claim("pretrained_vs_static", "gpt", ("glove-lr", "sgns-lr"), ("rt",),
+          "GPT-1 Table 2-3 and BERT Table 1 against models built on static vectors"),
+)
+
+
+@dataclass(frozen=True)
+class PaperMark:
+    """A paper's pretraining compute, 6·N·D with Kaplan's N ≈ 12·n_layer·d_model², marked on the axis."""
+    name: str
+    n_layer: int
+    d_model: int
+    tokens: float
+    source: str
+
+    @property
+    def flops(self) -> float:
+        return 6 * 12 * self.n_layer * self.d_model ** 2 * self.tokens
+
+
+PAPER_MARKS = {
+    # §4.1: 12 layers, d 768, "100 epochs on minibatches of 64 ... sequences of 512 tokens" over BooksCorpus,
+    # 984M words (Zhu et al. 2015, Table 1). The paper gives no token count: one token a word, a lower bound.
+    "gpt_vs_scratch": PaperMark("GPT-1 (estimate)", 12, 768, 100 * 984e6,
+                                "Radford et al. 2018 §4.1; Zhu et al. 2015 Table 1"),
+    # §3 (L 12, H 768) and §A.2: 1,000,000 steps of 128,000 tokens
+    "mlm_vs_ltr": PaperMark("BERT-base", 12, 768, 1_000_000 * 128_000, "Devlin et al. 2018, §3 and §A.2"),
+    "pretrained_vs_static": PaperMark("GPT-1 (estimate)", 12, 768, 100 * 984e6,
+                                      "Radford et al. 2018 §4.1; Zhu et al. 2015 Table 1"),
+}
+
+
+@dataclass(frozen=True)
+class ComputeAxisConfig:
+    labels: int = 100
+    seeds: tuple[int, ...] = (0, 1, 2)
+    budgets: tuple[float, ...] = BUDGETS
+    claims: tuple[str, ...] = tuple(c.name for c in CLAIMS)
+
+
+SIZES = {"smoke": ComputeAxisConfig(labels=20, seeds=(0,), budgets=(1 / 8, 1), claims=("gpt_vs_scratch",)),
+         "laptop": ComputeAxisConfig(),
+         "full": ComputeAxisConfig()}
+
+
+# ----------------------------------------------------------------------------- marks: snapshots as checkpoints
+
+@dataclass(frozen=True)
+class Mark:
+    run: str
+    budget: float                 # x the laptop compute
+    step: int
+    tokens: int
+    snapshot: Path
+
+
+def budget_name(x: float) -> str:
+    """1/8 -> '0.125x', 4 -> '4x' (folder and file names)."""
+    return f"{x:g}x"
+
+
+def marks(run: Run, profile: str, budgets: Sequence[float] = BUDGETS,
+          snapshots_root: str | Path | None = None) -> list[Mark]:
+    """The budget marks whose snapshot the long run has written so far (the others are still to come)."""
+    laptop = run.config(profile)
+    every = run.config(profile).at_budget(RUN_BUDGET).eval_every
+    block = _block_size(run, profile)
+    folder = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
+    out = []
+    for x in budgets:
+        step = round(x * laptop.steps / every) * every        # the snapshot nearest x (every 1/8 of laptop steps)
+        path = folder / f"step-{step:06d}.pt"
+        if path.is_file():
+            out.append(Mark(run.name, x, step, step * laptop.batch_size * block, path))
+    return out
+
+
+def _block_size(run: Run, profile: str) -> int:
+    from minilib.models.bert import BERT_SIZES
+    from minilib.models.gpt import GPT_SIZES
+
+    return (GPT_SIZES if run.kind == "gpt" else BERT_SIZES)[profile]["block_size"]
+
+
+def _model_and_tokenizer(run: Run, profile: str):
+    from minilib.data.tokenizer import pretrained_tokenizer
+
+    if run.kind == "gpt":
+        from minilib.models.gpt import GPT, gpt_config
+
+        tok = pretrained_tokenizer("bpe", profile)
+        return GPT(gpt_config(tok.vocab_size, profile)), tok
+    from minilib.models.bert import BERT, bert_config
+
+    tok = pretrained_tokenizer("wordpiece", profile)
+    return BERT(bert_config(tok.vocab_size, profile, run.objective)), tok
+
+
+def held_out_loss(run: Run, model, tokenizer, profile: str) -> float:
+    """The held-out nats per token the pretraining run itself reports, measured on `model` as it is: GPT's
+    windows over the first valid_tokens of the valid split, BERT's fixed masked (or next-token) batches."""
+    from minilib import data
+
+    config = run.config(profile)
+    if run.kind == "gpt":
+        from minilib.eval.perplexity import windowed_nats
+        from minilib.recipes.gpt import encode_documents
+
+        ids = encode_documents(tokenizer, data.pretraining_corpus("valid"), max_tokens=config.valid_tokens)
+        nats, n = windowed_nats(model, ids, model.cfg.block_size)
+        return nats / n
+    from minilib.data.mlm import document_level
+    from minilib.recipes.bert import held_out_batches, held_out_scores
+
+    batches = held_out_batches(tokenizer, document_level(data.pretraining_corpus("valid")), config,
+                               model.cfg.block_size)       # as pretrain_bert draws them (document_level first)
+    return held_out_scores(model, batches)["valid_nats_per_token"]
+
+
+def build_checkpoint(mark: Mark, profile: str, cache_dir: str | Path | None = None) -> Path:
+    """The mark's snapshot as a loadable checkpoint (the one pretrained format, the shipped tokenizer inside),
+    written once to `cache_dir` (.cache/compute-axis/) and rebuilt only when the snapshot changed. Its meta
+    holds only what it is made of and what was measured on it (no time, no commit), so a rebuild on the same
+    machine writes the same bytes and the points cached for it keep their key."""
+    from minilib.models.pretrained import file_sha256, load_half_state, save_pretrained, sidecar
+
+    run = RUNS[mark.run]
+    out = Path(cache_dir or CACHE_DIR) / f"{run.stem(profile)}-{budget_name(mark.budget)}.pt"
+    made_of = {"snapshot": mark.snapshot.name, "snapshot_sha256": file_sha256(mark.snapshot)}
+    if out.is_file() and sidecar(out).is_file():
+        meta = json.loads(sidecar(out).read_text())
+        if all(meta.get(k) == v for k, v in made_of.items()):
+            return out
+    model, tok = _model_and_tokenizer(run, profile)
+    load_half_state(model, mark.snapshot)
+    model.eval()
+    save_pretrained(out, model, tok, {**made_of, "run": run.name, "command": run.command(profile),
+                                      "budget_x": mark.budget, "step": mark.step, "tokens": mark.tokens,
+                                      "valid_nats_per_token": held_out_loss(run, model, tok, profile)})
+    return out
+
+
+# ----------------------------------------------------------------------------- effects along the axis
+
+def fit_trend(xs: Sequence[float], effects: Sequence[float]) -> dict[str, float | None]:
+    """Least squares of effect on log10(x): {"slope_per_decade", "intercept" (the effect at x = 1),
+    "crossover_x": where the line reaches 0 moving the paper's way (slope > 0 and the first effect below 0),
+    else None}."""
+    xs, effects = np.log10(np.asarray(xs, dtype=float)), np.asarray(effects, dtype=float)
+    if len(xs) < 2:
+        return {"slope_per_decade": None, "intercept": None, "crossover_x": None}
+    slope, intercept = np.polyfit(xs, effects, 1)
+    crossover = 10 ** (-intercept / slope) if slope > 0 and effects[0] < 0 else None
+    return {"slope_per_decade": float(slope), "intercept": float(intercept),
+            "crossover_x": None if crossover is None else float(crossover)}
+
+
+def _mean_std(rows: Sequence[dict]) -> tuple[float, float, int] | None:
+    s = grid.summarize(rows)
+    return (s[0]["error"], s[0]["error_std"], s[0]["seeds"]) if s else None
+
+
+def _points(run: Run, budget: float, ckpt_sha: str | None, task, config: ComputeAxisConfig, profile: str,
+            results_dir, train: bool, checkpoint: Path | None = None) -> list[dict]:
+    """The mark's points on `task` (trained where missing when `train`; else the cached ones whose key
+    matches `ckpt_sha`)."""
+    where = Path(results_dir or RESULTS_DIR) / run.name / budget_name(budget)
+    if train:
+        return [grid.run_point(task, config.labels, run.method, s, checkpoint=checkpoint, results_dir=where)
+                for s in config.seeds]
+    rows = [grid.cached_point(task, config.labels, run.method, s, profile, results_dir=where,
+                              checkpoint_sha256=ckpt_sha) for s in config.seeds]
+    return [r for r in rows if r is not None]
+
+
+def run(profile: str | None = None, config: ComputeAxisConfig | None = None, results_dir: str | Path | None = None,
+        snapshots_root: str | Path | None = None, cache_dir: str | Path | None = None,
+        out: str | Path | None = None, train: bool = True, log=print) -> dict[str, Any]:
+    """Every mark the long runs have reached: build its checkpoint, fine-tune its points (cached point by point:
+    an interrupted run resumes), and each claim's effect per task along the marks. Writes the summary to
+    results/compute-axis-<profile>.json (`out`) only when its content changed (reading never rewrites it).
+    With train=False nothing is built or trained: marks already in the summary are read back by their
+    recorded checkpoint sha256."""
+    prof = profile or runtime.profile()
+    if train and prof != runtime.profile():
+        raise UsageError(f"compute-axis points train under the current profile ({runtime.profile()}): "
+                         f"set MINILIB_PROFILE={prof}")
+    config = config or SIZES[prof]
+    claims = [c for c in CLAIMS if c.name in config.claims]
+    t0 = time.time()
+    previous = cached_result(prof, out) or {}
+    known = {(m["run"], m["budget_x"]): m for m in previous.get("marks", [])}
+    mark_rows: dict[tuple[str, float], dict] = {}
+    checkpoints: dict[tuple[str, float], Path] = {}
+    for name in dict.fromkeys(r for c in claims for r in c.runs):
+        for mark in marks(RUNS[name], prof, config.budgets, snapshots_root):
+            if train:
+                from minilib.models.pretrained import file_sha256
+
+                ckpt = build_checkpoint(mark, prof, cache_dir)
+                meta = json.loads(ckpt.with_suffix(".json").read_text())
+                checkpoints[(name, mark.budget)] = ckpt
+                mark_rows[(name, mark.budget)] = {
+                    "run": name, "budget_x": mark.budget, "step": mark.step, "tokens": mark.tokens,
+                    "flops": 6 * _params(RUNS[name], prof) * mark.tokens,
+                    "valid_nats_per_token": meta["valid_nats_per_token"], "checkpoint_sha256": file_sha256(ckpt),
+                    "command": meta["command"]}
+            elif (name, mark.budget) in known:
+                mark_rows[(name, mark.budget)] = known[(name, mark.budget)]
+    if not train:       # marks in the summary whose snapshots are not on this machine
+        for key, row in known.items():
+            if key[0] in {r for c in claims for r in c.runs} and key[1] in config.budgets:
+                mark_rows.setdefault(key, row)
+    lines = []
+    for claim in claims:
+        for task_name in claim.tasks:
+            task = tasks.get(task_name)
+            grid.label_count(config.labels, len(task.train), f" for {task.name}")
+            fixed = {}
+            for m in claim.comparison:
+                if m not in RUNS:
+                    rows = (grid.run_grid(task, [m], [config.labels], config.seeds, log=None) if train else
+                            grid.cached_rows(task, [m], [config.labels], config.seeds, prof))
+                    if _mean_std(rows):
+                        fixed[m] = _mean_std(rows)
+            best_fixed = min(fixed, key=lambda m: fixed[m][0]) if fixed else None
+            series = []
+            for x in config.budgets:
+                if (claim.winner, x) not in mark_rows:
+                    continue
+                sides = {}
+                for side in (claim.winner,) + tuple(c for c in claim.comparison if c in RUNS):
+                    key = (side, x)
+                    if key not in mark_rows:
+                        break
+                    rows = _points(RUNS[side], x, mark_rows[key]["checkpoint_sha256"], task, config, prof,
+                                   results_dir, train, checkpoints.get(key))
+                    if len(rows) == len(config.seeds):
+                        sides[side] = _mean_std(rows)
+                comparison = next((c for c in claim.comparison if c in RUNS), None)
+                a = sides.get(comparison) if comparison else fixed.get(best_fixed)
+                b = sides.get(claim.winner)
+                if a is None or b is None:
+                    continue
+                series.append({"budget_x": x, "flops": mark_rows[(claim.winner, x)]["flops"],
+                               "winner_error": b[0], "winner_std": b[1],
+                               "comparison": comparison or best_fixed, "comparison_error": a[0],
+                               "comparison_std": a[1], "effect": a[0] - b[0],
+                               "effect_std": math.hypot(a[1], b[1]), "seeds": min(a[2], b[2])})
+            trend = fit_trend([p["budget_x"] for p in series], [p["effect"] for p in series])
+            lines.append({"claim": claim.name, "task": task.name, "winner": RUNS[claim.winner].method,
+                          "source": claim.source, "paper": PAPER_MARKS[claim.name].name,
+                          "paper_flops": PAPER_MARKS[claim.name].flops, "paper_source": PAPER_MARKS[claim.name].source,
+                          "series": series, **trend})
+    result = {"experiment": "compute-axis", "profile": prof, "labels": config.labels, "seeds": list(config.seeds),
+              "run_budget": RUN_BUDGET, "laptop_flops": _laptop_flops(prof),
+              "marks": sorted(mark_rows.values(), key=lambda m: (m["run"], m["budget_x"])), "claims": lines}
+    if previous and {k: previous.get(k) for k in result} == result:
+        return previous                                   # nothing new: the stamped file stays as it is
+    result.update(seconds=round(time.time() - t0, 1), provenance=provenance.stamp(seed=None))
+    provenance.write_json(_summary_path(prof, out), result)
+    return result
+
+
+def _params(run: Run, profile: str) -> int:
+    """Kaplan's N of the run's model (experiments/compute.non_embedding_params), counted on the meta device."""
+    from minilib.data.tokenizer import TOKENIZER_SIZES
+    from minilib.experiments.compute import non_embedding_params
+
+    vocab = TOKENIZER_SIZES[profile]["bpe" if run.kind == "gpt" else "wordpiece"]
+    with torch.device("meta"):
+        if run.kind == "gpt":
+            from minilib.models.gpt import GPT, gpt_config
+
+            return non_embedding_params(GPT(gpt_config(vocab, profile)), vocab)
+        from minilib.models.bert import BERT, bert_config
+
+        return non_embedding_params(BERT(bert_config(vocab, profile, run.objective)), vocab)
+
+
+def _laptop_flops(profile: str) -> float:
+    """6·N·D of the profile's GPT run: the 1x of the axis."""
+    gpt = RUNS["gpt"]
+    config = gpt.config(profile)
+    return 6 * _params(gpt, profile) * config.steps * config.batch_size * _block_size(gpt, profile)
+
+
+def _summary_path(profile: str, out=None) -> Path:
+    return Path(out or provenance.REPO_ROOT / "results" / f"compute-axis-{profile}.json")
+
+
+def cached_result(profile: str | None = None, out: str | Path | None = None) -> dict[str, Any] | None:
+    """The summary run() wrote (results/compute-axis-<profile>.json), or None before it has run."""
+    path = _summary_path(profile or runtime.profile(), out)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def summary_lines(result: dict[str, Any]) -> list[str]:
+    """One `compute-axis: claim=… task=… budgets=… max_budget_x=… effect_first=… effect_last=…
+    slope_per_decade=… crossover_x=…` line per claim and task."""
+    out = []
+    for c in result["claims"]:
+        s = c["series"]
+        fmt = lambda v: "none" if v is None else f"{v:.3g}"
+        out.append(f"compute-axis: claim={c['claim']} task={c['task']} budgets={len(s)} "
+                   f"max_budget_x={fmt(max((p['budget_x'] for p in s), default=None))} "
+                   f"effect_first={fmt(s[0]['effect'] if s else None)} effect_last={fmt(s[-1]['effect'] if s else None)} "
+                   f"slope_per_decade={fmt(c['slope_per_decade'])} crossover_x={fmt(c['crossover_x'])}")
+    return out
+
+
+def verdict(line: dict[str, Any]) -> str:
+    """One sentence on a claim's trend, computed from its series: the gap per decade and where the fitted line
+    would cross 0, or that there is no trend toward the paper's direction."""
+    s = line["series"]
+    if len(s) < 2:
+        return f"{line['claim']} on {line['task']}: {len(s)} budget(s) measured so far, no trend yet"
+    last, slope = s[-1], line["slope_per_decade"]
+    now = (f"at {last['budget_x']:g}x the laptop compute the effect is {last['effect'] * 100:+.1f} points "
+           f"(± {last['effect_std'] * 100:.1f})")
+    if last["effect"] > last["effect_std"]:
+        trend = "the paper's direction already holds"
+    elif slope <= 0:
+        trend = f"no trend toward the paper's direction ({slope * 100:+.1f} points per decade of compute)"
+    elif line["crossover_x"] is not None:
+        trend = (f"the gap shrinks by {slope * 100:.1f} points per decade of compute; at this rate it crosses 0 "
+                 f"at about {line['crossover_x']:.3g}x our budget")
+    else:
+        trend = f"the effect grows by {slope * 100:.1f} points per decade of compute"
+    return f"{line['claim']} on {line['task']}: {now}; {trend}"
+
+
+def plot(result: dict[str, Any], claim: str | None = None, ax=None):
+    """Each claim's effect (points of error, > 0 = the paper's direction) against pretraining compute (FLOPs,
+    log scale), ± the summed seed spreads, the fitted trend dashed out to the paper's own compute (a grey
+    line, named). One line per task."""
+    import matplotlib.pyplot as plt
+
+    lines = [c for c in result["claims"] if claim is None or c["claim"] == claim]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    papers = {}
+    for i, c in enumerate(lines):
+        s = c["series"]
+        if not s:
+            continue
+        flops = np.array([p["flops"] for p in s])
+        effect = np.array([p["effect"] for p in s]) * 100
+        std = np.array([p["effect_std"] for p in s]) * 100
+        ax.errorbar(flops, effect, yerr=std, marker="o", capsize=3, color=f"C{i}",
+                    label=f"{c['claim']} on {c['task']}")
+        if c["slope_per_decade"] is not None:
+            per_x = flops[0] / s[0]["budget_x"]             # FLOPs at 1x
+            xs = np.logspace(np.log10(flops.min()), np.log10(c["paper_flops"]), 50)
+            ax.plot(xs, (c["intercept"] + c["slope_per_decade"] * np.log10(xs / per_x)) * 100, ls="--", lw=1,
+                    color=f"C{i}", alpha=0.6)
+        papers[c["paper"]] = c["paper_flops"]
+    for name, flops in papers.items():
+        ax.axvline(flops, color="0.5", lw=1)
+        ax.annotate(name, (flops, 0.02), xycoords=("data", "axes fraction"), rotation=90, ha="right",
+                    va="bottom", fontsize=8, color="0.3")
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("pretraining compute, 6·N·D (FLOPs)")
+    ax.set_ylabel(f"effect at {result['labels']} labels (error points)")
+    ax.set_title("each claim along pretraining compute (> 0: the paper's direction)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))   # outside the axes: never over data
+    return ax
+
+
+# ----------------------------------------------------------------------------- the command line
+
+def plan(profile: str | None = None, config: ComputeAxisConfig | None = None, results_dir=None,
+         snapshots_root=None, cache_dir=None) -> list[dict[str, Any]]:
+    """Every (run, mark, task, seed) point with whether it is cached and a rough CPU time; trains nothing."""
+    from minilib.experiments.league import estimate_seconds
+
+    prof = profile or runtime.profile()
+    config = config or SIZES[prof]
+    claims = [c for c in CLAIMS if c.name in config.claims]
+    out = []
+    for name in dict.fromkeys(r for c in claims for r in c.runs):
+        run_ = RUNS[name]
+        task_names = dict.fromkeys(t for c in claims if name in c.runs for t in c.tasks)
+        for mark in marks(run_, prof, config.budgets, snapshots_root):
+            built = Path(cache_dir or CACHE_DIR) / f"{run_.stem(prof)}-{budget_name(mark.budget)}.pt"
+            for t in task_names:
+                task = tasks.get(t)
+                for seed in config.seeds:
+                    hit = built.is_file() and grid.cached_point(
+                        task, config.labels, run_.method, seed, prof, checkpoint=built,
+                        results_dir=Path(results_dir or RESULTS_DIR) / name / budget_name(mark.budget))
+                    out.append({"run": name, "budget_x": mark.budget, "task": t, "seed": seed, "cached": bool(hit),
+                                "estimate_s": None if hit else estimate_seconds(task, run_.method, config.labels,
+                                                                                prof)[0]})
+    return out
+
+
+def cli_arguments(p, name: str) -> None:
+    p.add_argument("--claims", default=None, help=f"comma-separated claims (default: {','.join(c.name for c in CLAIMS)})")
+    p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: 3; smoke 1)")
+    p.add_argument("--snapshots-root", type=Path, default=None,
+                   help="folder holding each long run's checkpoint folder (default: .cache/pretrain)")
+    p.add_argument("--dry-run", action="store_true", help="list the marks and points, cached or not, with a rough CPU time")
+    p.add_argument("--cached-only", action="store_true", help="summarise what is cached; train nothing")
+
+
+def cli_run(args, name: str) -> int:
+    from dataclasses import replace
+
+    from minilib.experiments.league import duration
+
+    prof = runtime.profile()
+    change = {}
+    if args.claims:
+        wanted = tuple(c.strip() for c in args.claims.split(","))
+        unknown = [c for c in wanted if c not in {c.name for c in CLAIMS}]
+        if unknown:
+            raise UsageError(f"unknown claim {unknown[0]!r}: use one of {', '.join(c.name for c in CLAIMS)}")
+        change["claims"] = wanted
+    if args.seeds is not None:
+        if args.seeds < 1:
+            raise UsageError(f"--seeds {args.seeds}: use 1 or more")
+        change["seeds"] = tuple(range(args.seeds))
+    config = replace(SIZES[prof], **change)
+    if args.dry_run:
+        for run_name in dict.fromkeys(r for c in CLAIMS if c.name in config.claims for r in c.runs):
+            found = marks(RUNS[run_name], prof, config.budgets, args.snapshots_root)
+            print(f"{run_name}: marks {', '.join(budget_name(m.budget) for m in found) or 'none yet'} "
+                  f"(run: {RUNS[run_name].command(prof)})")
+        points = plan(prof, config, snapshots_root=args.snapshots_root)
+        todo = [p for p in points if not p["cached"]]
+        untimed = sum(p["estimate_s"] is None for p in todo)
+        print(f"{name}: dry run: {len(todo)} of {len(points)} points to run, about "
+              f"{duration(sum(p['estimate_s'] or 0.0 for p in todo))} of CPU"
+              + (f" (and {untimed} never timed at this profile)" if untimed else ""))
+        return 0
+    result = run(prof, config, snapshots_root=args.snapshots_root, train=not args.cached_only)
+    for line in result["claims"]:
+        print(verdict(line))
+    for line in summary_lines(result):
+        print(line)
+    return 0

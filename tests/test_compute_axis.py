@@ -1,0 +1,78 @@
+"""The compute axis (experiments/compute_axis.py): budget marks are the long run's snapshots, each becomes a
+loadable checkpoint with the snapshot's weights and the same bytes when rebuilt, each claim's effect is
+comparison minus winner at every mark, and the summary reads back by recorded sha256 without being rewritten."""
+import io
+import re
+import shutil
+
+import pytest
+import torch
+
+from minilib import provenance
+from minilib.experiments import compute_axis, grid
+from minilib.models.gpt import GPT
+from minilib.models.pretrained import file_sha256, half_state, load_pretrained
+
+
+def test_trend_slope_per_decade_and_crossover():
+    trend = compute_axis.fit_trend([1 / 8, 1, 8], [-0.09, -0.06, -0.03])
+    assert trend["slope_per_decade"] == pytest.approx(0.03 / 0.90309, rel=1e-4)
+    assert trend["intercept"] == pytest.approx(-0.06, abs=1e-9)                  # the effect at 1x
+    assert trend["crossover_x"] == pytest.approx(10 ** (0.06 / trend["slope_per_decade"]), rel=1e-6)
+    assert compute_axis.fit_trend([1, 2, 4], [-0.02, -0.03, -0.05])["crossover_x"] is None   # moving away
+    assert compute_axis.fit_trend([1, 2], [0.01, 0.02])["crossover_x"] is None       # already the paper's way
+    assert compute_axis.fit_trend([1], [0.1])["slope_per_decade"] is None
+
+
+def save_snapshot(path, model):
+    buffer = io.BytesIO()
+    torch.save(half_state(model, ("head.weight",)), buffer)
+    provenance.atomic_write_bytes(path, buffer.getvalue())
+
+
+@pytest.mark.data
+def test_marks_become_checkpoints_and_effects_read_back_unchanged(tmp_path, monkeypatch, one_thread):
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    monkeypatch.setattr(grid, "RESULTS", tmp_path / "shared")          # gpt-scratch's points, as results/gpt/
+    monkeypatch.setattr(compute_axis, "CLAIMS", (
+        compute_axis.Claim("gpt_vs_scratch", "gpt", ("gpt-scratch",), ("trec",), "test"),))
+    run = compute_axis.RUNS["gpt"]
+    model, _ = compute_axis._model_and_tokenizer(run, "smoke")
+    folder = tmp_path / "pretrain" / run.stem("smoke") / "snapshots"
+    laptop_steps = run.config("smoke").steps
+    snapshots = {}
+    for step in (laptop_steps // 8, laptop_steps):                          # the 1/8x and 1x marks
+        torch.manual_seed(step)
+        snapshots[step] = GPT(model.cfg)
+        save_snapshot(folder / f"step-{step:06d}.pt", snapshots[step])
+
+    found = compute_axis.marks(run, "smoke", (1 / 8, 1, 2), tmp_path / "pretrain")
+    assert [(m.budget, m.step) for m in found] == [(1 / 8, laptop_steps // 8), (1, laptop_steps)]   # 2x: not yet
+
+    cache = tmp_path / "cache"
+    ckpt = compute_axis.build_checkpoint(found[0], "smoke", cache)
+    sha = file_sha256(ckpt)
+    loaded = load_pretrained(ckpt, "gpt")
+    expected = snapshots[laptop_steps // 8].state_dict()
+    assert all(torch.equal(v, expected[k].half().float()) for k, v in loaded.model.state_dict().items())
+    assert loaded.meta["budget_x"] == 1 / 8 and loaded.meta["valid_nats_per_token"] > 0
+    ckpt.unlink()
+    assert file_sha256(compute_axis.build_checkpoint(found[0], "smoke", cache)) == sha   # same bytes rebuilt
+
+    config = compute_axis.ComputeAxisConfig(labels=20, seeds=(0,), budgets=(1 / 8, 1), claims=("gpt_vs_scratch",))
+    out = tmp_path / "compute-axis-smoke.json"
+    where = dict(results_dir=tmp_path / "results", cache_dir=cache, out=out)
+    result = compute_axis.run("smoke", config, snapshots_root=tmp_path / "pretrain", log=None, **where)
+    (line,) = result["claims"]
+    assert [p["budget_x"] for p in line["series"]] == [1 / 8, 1]
+    scratch = grid.cached_point("trec", 20, "gpt-scratch", 0, "smoke")["error"]
+    for p in line["series"]:
+        assert p["effect"] == pytest.approx(scratch - p["winner_error"])
+    assert re.fullmatch(r"compute-axis: claim=gpt_vs_scratch task=trec budgets=2 max_budget_x=1 effect_first=\S+ "
+                        r"effect_last=\S+ slope_per_decade=\S+ crossover_x=\S+", compute_axis.summary_lines(result)[0])
+
+    written, stamp = out.read_bytes(), out.stat().st_mtime_ns
+    shutil.rmtree(cache)                                   # the checkpoints are gone, as on another machine
+    again = compute_axis.run("smoke", config, snapshots_root=tmp_path / "elsewhere", train=False, log=None, **where)
+    assert again["claims"] == result["claims"] and again["marks"] == result["marks"]
+    assert out.read_bytes() == written and out.stat().st_mtime_ns == stamp   # reading never rewrites
