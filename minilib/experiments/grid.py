@@ -106,10 +106,33 @@ def parse_labels(text: str) -> list[int | str]:
     return out
 
 
+def user_results() -> Path:
+    """Where a user's task (Task.user: a CSV) caches its points: results/ in the user's data cache
+    ($MINILIB_DATA, else ~/.cache/minilib; data/sources.py), outside the repository."""
+    from minilib.data.sources import cache_dir
+
+    return cache_dir() / "results"
+
+
+def results_folder(task: tasks.Task, folder: str | Path) -> Path:
+    """`folder` for `task`'s points: as given, except that a user's task never writes into the repository's
+    results/: a folder there (a family's default, or one a command chose) moves to the same place under
+    user_results(). The repository's own tasks (rt, trec, pos) keep results/."""
+    folder = Path(folder)
+    if getattr(task, "user", False):
+        try:
+            return user_results() / folder.resolve().relative_to(RESULTS.resolve())
+        except ValueError:              # not under results/: the user's own choice
+            pass
+    return folder
+
+
 def point_path(m: Method, task: tasks.Task, n_labels: int | str, seed: int, profile: str,
                results_dir: str | Path | None = None) -> Path:
-    """results/<family>/<task>-<method>-n<labels>-s<seed>-<profile>.json (`results_dir` replaces results/<family>)."""
-    return Path(results_dir or RESULTS / m.family) / f"{task.name}-{m.name}-n{n_labels}-s{seed}-{profile}.json"
+    """results/<family>/<task>-<method>-n<labels>-s<seed>-<profile>.json (`results_dir` replaces results/<family>;
+    a user's task: under user_results() instead, see results_folder)."""
+    folder = results_folder(task, results_dir or RESULTS / m.family)
+    return folder / f"{task.name}-{m.name}-n{n_labels}-s{seed}-{profile}.json"
 
 
 def _checkpoint(m: Method, profile: str, checkpoint: str | Path | None) -> Path | None:

@@ -456,7 +456,8 @@ def cli_arguments(p, name: str) -> None:
                    help="pretrained AWD-LSTM (default: checkpoints/awd-lstm-<profile>.pt)")
     p.add_argument("--force", action="store_true", help="retrain points even if cached")
     p.add_argument("--results-dir", type=Path, default=None,
-                   help="where points are cached (default: results/<family>, e.g. results/sample-efficiency)")
+                   help="where points are cached (default: results/<family>, e.g. results/sample-efficiency; "
+                        "a CSV task's: results/<family> in the data cache, $MINILIB_DATA or ~/.cache/minilib)")
 
 
 def cli_run(args, name: str) -> int:
@@ -501,5 +502,7 @@ def cli_run(args, name: str) -> int:
         print(f"ulmfit-ablations: {task.name} labels={labels[0]} {keys}")
         return 0
     first = label_count(labels[0], len(task.train))
+    if task.user and args.results_dir is None:
+        print(f"{task.name}'s points are cached under {grid.user_results()} (a user's task stays out of the repository)")
     print(f"sample-efficiency: {task.name} labels={labels[0]} {grid.summary_keys(summary, first)} seeds={len(seeds)}")
     return 0
