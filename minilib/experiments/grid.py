@@ -15,6 +15,7 @@ and reused only when the task's fingerprint, the settings and the checkpoint's s
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
@@ -142,6 +143,56 @@ def _checkpoint(m: Method, profile: str, checkpoint: str | Path | None) -> Path 
     return Path(ckpt) if ckpt else None
 
 
+# The checkpoint kind (models/pretrained.KINDS) each fine-tuning family starts from: what `--checkpoint` may replace.
+# The baselines' sgns-lr reads the ELMo checkpoint's corpus, not its weights, and keeps its own.
+FAMILY_KINDS = {"sample-efficiency": "awd-lstm", "elmo-downstream": "elmo", "elmo-pos": "elmo", "gpt": "gpt",
+                "bert": "bert"}
+
+
+def checkpoint_kind(m: Method) -> str | None:
+    """The kind of checkpoint method `m` fine-tunes (None: it starts from none a user may replace)."""
+    return FAMILY_KINDS.get(m.family) if m.checkpoint else None
+
+
+@functools.lru_cache(maxsize=64)
+def _stored_kind(path: str, sha256: str) -> str:
+    from minilib.models.pretrained import FORMAT, CheckpointError
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as exc:  # a truncated file, another program's pickle, ...
+        raise CheckpointError(f"{path} is not a minilib checkpoint ({type(exc).__name__}): "
+                              f"write it with `python -m minilib pretrain ...`") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a minilib checkpoint: write it with `python -m minilib pretrain ...`")
+    return ckpt.get("model")
+
+
+def check_checkpoint(m: Method, checkpoint: str | Path) -> None:
+    """Raise CheckpointError (one line) unless `checkpoint` is a minilib checkpoint of the kind `m` fine-tunes."""
+    from minilib.models.pretrained import CheckpointError
+
+    want = checkpoint_kind(m)
+    if want is None:
+        raise UsageError(f"method {m.name!r} starts from no checkpoint a --checkpoint could replace")
+    path = Path(checkpoint)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path}: make one with `python -m minilib pretrain {want}`")
+    have = _stored_kind(str(path.resolve()), file_sha256(path))
+    if have != want:
+        raise CheckpointError(f"{path} holds a {have} model, not {want}: method {m.name} fine-tunes a {want} checkpoint "
+                              f"(make one with `python -m minilib pretrain {want}`)")
+
+
+def own_checkpoint_folder(m: Method, checkpoint: str | Path | None, profile: str) -> Path | None:
+    """Where points fine-tuned from a checkpoint other than the method's own go: <data cache>/results/<family>/
+    <checkpoint name>-<sha256[:10]>, apart from the shipped grid's (a point's file name does not carry its
+    checkpoint) and outside the repository. None for no checkpoint or the method's own."""
+    if checkpoint is None or (m.checkpoint and Path(m.checkpoint(profile)).resolve() == Path(checkpoint).resolve()):
+        return None
+    return user_results() / m.family / f"{Path(checkpoint).stem}-{file_sha256(checkpoint)[:10]}"
+
+
 def _key(m: Method, task: tasks.Task, profile: str, checkpoint=None, settings=None,
          checkpoint_sha256: str | None = None) -> dict[str, Any]:
     ckpt = None if checkpoint_sha256 else _checkpoint(m, profile, checkpoint)
@@ -175,6 +226,8 @@ def run_point(task, n_labels, method_name: str, seed: int, *, force: bool = Fals
     if task.kind not in m.kinds:
         raise UsageError(f"method {m.name!r} handles {'/'.join(m.kinds)} tasks, and {task.name} is a {task.kind} task")
     n = label_count(n_labels, len(task.train), f" for {task.name}")
+    if checkpoint is not None and checkpoint_kind(m):
+        check_checkpoint(m, checkpoint)   # another kind's checkpoint: one line, before anything trains
     if not force:
         cached = cached_point(task, n_labels, m.name, seed, checkpoint=checkpoint, settings=settings,
                               results_dir=results_dir)

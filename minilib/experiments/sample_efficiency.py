@@ -453,11 +453,34 @@ def cli_arguments(p, name: str) -> None:
                         "default); literal: the paper's schedule read literally, cached in "
                         "results/sample-efficiency-literal/ (smoke's default: its own small settings)")
     p.add_argument("--checkpoint", type=Path, default=None,
-                   help="pretrained AWD-LSTM (default: checkpoints/awd-lstm-<profile>.pt)")
+                   help="fine-tune this checkpoint (e.g. one `python -m minilib pretrain` made) instead of each method's "
+                        "own: an AWD-LSTM for the ULMFiT methods, ELMo's biLM for the ELMo arms, a GPT or BERT for "
+                        "theirs; its points are cached apart, in the data cache (default: checkpoints/<kind>-<profile>.pt)")
     p.add_argument("--force", action="store_true", help="retrain points even if cached")
     p.add_argument("--results-dir", type=Path, default=None,
                    help="where points are cached (default: results/<family>, e.g. results/sample-efficiency; "
                         "a CSV task's: results/<family> in the data cache, $MINILIB_DATA or ~/.cache/minilib)")
+
+
+def checkpoint_folders(methods: Sequence[str], checkpoint: Path | None, profile: str,
+                       literal: bool = False) -> dict[str, Path]:
+    """method -> where its points go when `checkpoint` (a user's --checkpoint) replaces its own
+    (grid.own_checkpoint_folder; the literal ULMFiT grid's in a folder of its own). Every method that starts
+    from a checkpoint must take this one's kind (else one line, exit 2), and at least one method must use it."""
+    if checkpoint is None:
+        return {}
+    users = [m for m in methods if grid.checkpoint_kind(grid.method(m))]
+    if not users:
+        raise UsageError(f"--checkpoint {checkpoint}: none of --methods {','.join(methods)} fine-tunes a checkpoint")
+    folders = {}
+    for m in users:
+        grid.check_checkpoint(grid.method(m), checkpoint)
+        folder = grid.own_checkpoint_folder(grid.method(m), checkpoint, profile)
+        if folder is not None and literal and m in RECIPES:
+            folder = folder.parent.with_name(LITERAL_DIR.name) / folder.name
+        if folder is not None:
+            folders[m] = folder
+    return folders
 
 
 def cli_run(args, name: str) -> int:
@@ -477,6 +500,7 @@ def cli_run(args, name: str) -> int:
         raise UsageError(f"--seeds {args.seeds}: use 1 or more")
     for m in methods:
         grid.method(m)  # unknown names fail before anything trains
+    folders = checkpoint_folders(methods, args.checkpoint, prof, args.recipe == "literal")
     rows = []
     for n in labels:
         label_count(n, len(task.train), f" for {task.name}")
@@ -486,9 +510,11 @@ def cli_run(args, name: str) -> int:
                 if m in RECIPES:
                     row = grid.run_point(task, n, m, seed, force=args.force, threads=config.threads,
                                          checkpoint=checkpoint_path, settings=settings(config, m),
-                                         results_dir=recipe_dir)
+                                         results_dir=args.results_dir or folders.get(m) or recipe_dir)
                 else:
-                    row = grid.run_point(task, n, m, seed, force=args.force, results_dir=args.results_dir)
+                    own = args.checkpoint if grid.checkpoint_kind(grid.method(m)) else None
+                    row = grid.run_point(task, n, m, seed, force=args.force, checkpoint=own,
+                                         results_dir=args.results_dir or folders.get(m))
                 rows.append(row)
                 print(f"{task.name} n={row['n_labels']:<6d} {m:20s} seed {seed}: error {row['error']:.3f} "
                       f"({row['seconds']:.0f} s)", flush=True)
@@ -502,7 +528,7 @@ def cli_run(args, name: str) -> int:
         print(f"ulmfit-ablations: {task.name} labels={labels[0]} {keys}")
         return 0
     first = label_count(labels[0], len(task.train))
-    if task.user and args.results_dir is None:
-        print(f"{task.name}'s points are cached under {grid.user_results()} (a user's task stays out of the repository)")
+    if (task.user or folders) and args.results_dir is None:
+        print(f"points cached under {grid.user_results()} (a user's task or checkpoint stays out of the repository)")
     print(f"sample-efficiency: {task.name} labels={labels[0]} {grid.summary_keys(summary, first)} seeds={len(seeds)}")
     return 0
