@@ -8,10 +8,11 @@ import shutil
 import pytest
 import torch
 
-from minilib import provenance
+from minilib import data, provenance
 from minilib.experiments import compute_axis, grid
 from minilib.models.gpt import GPT
 from minilib.models.pretrained import file_sha256, half_state, load_pretrained
+from minilib.recipes.gpt import pretrain_gpt
 
 
 def test_trend_slope_per_decade_and_crossover():
@@ -37,7 +38,7 @@ def test_marks_become_checkpoints_and_effects_read_back_unchanged(tmp_path, monk
     monkeypatch.setattr(compute_axis, "CLAIMS", (
         compute_axis.Claim("gpt_vs_scratch", "gpt", ("gpt-scratch",), ("trec",), "test"),))
     run = compute_axis.RUNS["gpt"]
-    model, _ = compute_axis._model_and_tokenizer(run, "smoke")
+    model, tok = compute_axis._model_and_tokenizer(run, "smoke")
     folder = tmp_path / "pretrain" / run.stem("smoke") / "snapshots"
     laptop_steps = run.config("smoke").steps
     snapshots = {}
@@ -58,6 +59,15 @@ def test_marks_become_checkpoints_and_effects_read_back_unchanged(tmp_path, monk
     assert loaded.meta["budget_x"] == 1 / 8 and loaded.meta["valid_nats_per_token"] > 0
     ckpt.unlink()
     assert file_sha256(compute_axis.build_checkpoint(found[0], "smoke", cache)) == sha   # same bytes rebuilt
+
+    kept = compute_axis.keep_latest(run, "smoke", tmp_path / "pretrain", tmp_path / "kept")
+    kept_meta = load_pretrained(kept, "gpt").meta
+    assert (kept_meta["step"], kept_meta["budget_x"]) == (laptop_steps, 1)             # the newest snapshot
+    metrics = pretrain_gpt(run.config("smoke").at_budget(2), data.pretraining_corpus("train", max_words=20_000),
+                           data.pretraining_corpus("valid"), tmp_path / "warm.pt", tok, progress=False,
+                           checkpoint_dir=tmp_path / "state", warm_start_from=kept)   # the state is gone: warm start
+    assert metrics["curve"][0]["step"] == laptop_steps and metrics["steps"] == 2 * laptop_steps
+    assert metrics["curve"][0]["valid_nats_per_token"] == pytest.approx(kept_meta["valid_nats_per_token"], abs=1e-4)
 
     config = compute_axis.ComputeAxisConfig(labels=20, seeds=(0,), budgets=(1 / 8, 1), claims=("gpt_vs_scratch",))
     out = tmp_path / "compute-axis-smoke.json"

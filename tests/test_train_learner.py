@@ -236,3 +236,20 @@ def test_to_device_keeps_named_tuples():
 
     moved = to_device(Batch(torch.zeros(2), torch.ones(2)), torch.device("cpu"))
     assert isinstance(moved, Batch) and torch.equal(moved.y, torch.ones(2))
+
+
+def test_start_at_continues_the_plan_from_a_step_with_a_fresh_optimizer(capsys):
+    train = blobs()                                                  # 8 batches an epoch
+    whole = Learner(mlp(), train, None, loss_fn=F.cross_entropy, device="cpu", progress=False)
+    whole.fit(2, lr=1e-2, schedule="cosine", warmup=2)
+    later = Learner(mlp(1), train, None, loss_fn=F.cross_entropy, device="cpu", progress=False)
+    later.start_at(11)                                               # epoch 2, batch 3
+    later.fit(2, lr=1e-2, schedule="cosine", warmup=2)
+    assert "warm start at step 11 of 16" in capsys.readouterr().out
+    assert [r["step"] for r in later.history.steps] == list(range(12, 17))
+    assert [r["lr"] for r in later.history.steps] == [r["lr"] for r in whole.history.steps[11:]]
+    assert later.step == 16 and later.epochs_done == 2
+    again = Learner(mlp(), train, None, loss_fn=F.cross_entropy, device="cpu", progress=False)
+    again.start_at(16)
+    with pytest.raises(ValueError, match="steps 0 to 15"):
+        again.fit(2, lr=1e-2)

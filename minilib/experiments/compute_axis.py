@@ -242,6 +242,34 @@ def build_checkpoint(mark: Mark, profile: str, cache_dir: str | Path | None = No
     return out
 
 
+KEPT_DIR = provenance.REPO_ROOT / "checkpoints" / "compute-axis"
+
+
+def keep_latest(run: Run, profile: str, snapshots_root: str | Path | None = None,
+                kept_dir: str | Path | None = None) -> Path | None:
+    """The long run's newest snapshot as a checkpoint in checkpoints/compute-axis/<stem>-latest.pt, for git: the
+    run's training state lives in .cache and may not outlast the machine, so a later session warm-starts from
+    this file (`pretrain ... --budget 8 --warm-start` it) at the step its meta records. None without snapshots."""
+    from minilib.models.pretrained import file_sha256, load_half_state, save_pretrained
+
+    folder = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
+    files = sorted(folder.glob("step-*.pt"))
+    if not files:
+        return None
+    step = int(files[-1].stem.split("-")[1])
+    laptop = run.config(profile)
+    model, tok = _model_and_tokenizer(run, profile)
+    load_half_state(model, files[-1])
+    model.eval()
+    out = Path(kept_dir or KEPT_DIR) / f"{run.stem(profile)}-latest.pt"
+    save_pretrained(out, model, tok, {
+        "snapshot": files[-1].name, "snapshot_sha256": file_sha256(files[-1]), "run": run.name,
+        "command": run.command(profile), "step": step, "budget_x": step / laptop.steps,
+        "tokens": step * laptop.batch_size * _block_size(run, profile),
+        "valid_nats_per_token": held_out_loss(run, model, tok, profile)})
+    return out
+
+
 # ----------------------------------------------------------------------------- effects along the axis
 
 def fit_trend(xs: Sequence[float], effects: Sequence[float]) -> dict[str, float | None]:
@@ -506,6 +534,9 @@ def cli_arguments(p, name: str) -> None:
                    help="folder holding each long run's checkpoint folder (default: .cache/pretrain)")
     p.add_argument("--dry-run", action="store_true", help="list the marks and points, cached or not, with a rough CPU time")
     p.add_argument("--cached-only", action="store_true", help="summarise what is cached; train nothing")
+    p.add_argument("--keep-latest", action="store_true",
+                   help="write each long run's newest snapshot to checkpoints/compute-axis/<run>-latest.pt (to "
+                        "commit: the warm start of a later session whose machine lost the training state)")
 
 
 def cli_run(args, name: str) -> int:
@@ -526,6 +557,14 @@ def cli_run(args, name: str) -> int:
             raise UsageError(f"--seeds {args.seeds}: use 1 or more")
         change["seeds"] = tuple(range(args.seeds))
     config = replace(SIZES[prof], **change)
+    if args.keep_latest:
+        for run_name in dict.fromkeys(r for c in CLAIMS if c.name in config.claims for r in c.runs):
+            kept = keep_latest(RUNS[run_name], prof, args.snapshots_root)
+            if kept:
+                meta = json.loads(kept.with_suffix(".json").read_text())
+                print(f"{run_name}: kept step {meta['step']} ({meta['budget_x']:.3g}x, held-out "
+                      f"{meta['valid_nats_per_token']:.3f} nats/token) in {kept}")
+        return 0
     if args.dry_run:
         for run_name in dict.fromkeys(r for c in CLAIMS if c.name in config.claims for r in c.runs):
             found = marks(RUNS[run_name], prof, config.budgets, args.snapshots_root)

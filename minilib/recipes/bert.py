@@ -31,7 +31,7 @@ from minilib.data.tokenizer import TOKENIZER_SIZES
 from minilib.models.bert import BERT, BERT_SIZES, OBJECTIVES, bert_config
 from minilib.models.gpt import GPT, GPT_SIZES, gpt_config
 from minilib.models.pretrained import half_state, round_to_half, save_pretrained
-from minilib.recipes.gpt import GPTPretrainConfig, HeldOutCurve, at_budget
+from minilib.recipes.gpt import GPTPretrainConfig, HeldOutCurve, at_budget, warm_start
 from minilib.train import Learner
 from minilib.train.callbacks import StopAfter, TokenClock
 
@@ -270,13 +270,13 @@ class HeldOutMLMCurve(HeldOutCurve):
 def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, tokenizer,
                   progress: bool | str = True, device: str | torch.device | None = None,
                   checkpoint_dir: str | Path | None = None, resume: bool = True, max_steps: int | None = None,
-                  extra_meta: dict | None = None, log=print) -> dict:
+                  extra_meta: dict | None = None, log=print, warm_start_from: str | Path | None = None) -> dict:
     """Pretrain a BERT (or an ablation, `config.objective`) on `train_docs` with the WordPiece `tokenizer`,
     score `valid_docs`, write `out_path` and its JSON. Returns the metrics written into the JSON.
 
     With `checkpoint_dir` the training state is saved every `eval_every` steps and on interrupt, and a
     second call with the same arguments resumes where the first stopped; snapshots go to
-    `checkpoint_dir/snapshots/`.
+    `checkpoint_dir/snapshots/`; `warm_start_from`: as pretrain_gpt's.
     """
     train_docs, valid_docs = document_level(train_docs), document_level(valid_docs)   # §3.2: no shuffled sentences
     t0 = time.time()
@@ -296,6 +296,7 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
     learner = Learner(PretrainingLoss(model), train, None, weight_decay=config.weight_decay, clip=config.clip,
                       device=device, progress=progress, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
                       checkpoint_every=config.eval_every if checkpoint_dir else None)
+    warm_start(learner, model, warm_start_from, checkpoint_dir, resume)
     learner.fit(1, lr=config.lr, schedule=config.schedule, warmup=config.warmup, resume=resume)
     model.cpu()
     fp32 = curve.points[-1]

@@ -72,6 +72,21 @@ def at_budget(config, budget: float):
                                eval_every=max(1, round(config.steps / 8)))
 
 
+def warm_start(learner: Learner, model: torch.nn.Module, path, checkpoint_dir, resume: bool) -> None:
+    """Start `learner` from the weights of the checkpoint at `path` at the step its meta records (a snapshot kept by
+    compute_axis.keep_latest), unless the run's own training state is there to resume exactly."""
+    from minilib.models.pretrained import kind_of, load_pretrained
+
+    if path is None or (resume and checkpoint_dir is not None and (Path(checkpoint_dir) / "fit-0.pt").exists()):
+        return
+    pre = load_pretrained(path, kind_of(model))
+    if pre.model.cfg != model.cfg or "step" not in pre.meta:
+        raise runtime.UsageError(f"--warm-start {path}: not a snapshot of this run (another architecture, "
+                                 f"or no step in its meta)")
+    model.load_state_dict(pre.model.state_dict())
+    learner.start_at(int(pre.meta["step"]))
+
+
 def document_encodings(tokenizer, docs, batch: int = 256):
     """(text, Hugging Face Encoding) of each document in order, encoded `batch` documents at a time."""
     texts = [d.text for d in docs]
@@ -143,12 +158,14 @@ class HeldOutCurve(Callback):
 def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, tokenizer,
                  progress: bool | str = True, device: str | torch.device | None = None,
                  checkpoint_dir: str | Path | None = None, resume: bool = True, max_steps: int | None = None,
-                 extra_meta: dict | None = None) -> dict:
+                 extra_meta: dict | None = None, warm_start_from: str | Path | None = None) -> dict:
     """Pretrain a GPT on `train_docs` (BPE `tokenizer`), score `valid_docs`, write `out_path` and its JSON.
 
     With `checkpoint_dir` the training state is saved every `eval_every` steps and on interrupt, and
     a second call with the same arguments resumes where the first stopped; snapshots go to
-    `checkpoint_dir/snapshots/`. Returns the metrics written into the provenance JSON.
+    `checkpoint_dir/snapshots/`. Where that state is gone (another machine), `warm_start_from` (a checkpoint
+    of this run's weights with its step in the meta) starts it again from there (`warm_start`).
+    Returns the metrics written into the provenance JSON.
     """
     train_docs, valid_docs = list(train_docs), list(valid_docs)
     t0 = time.time()
@@ -166,6 +183,7 @@ def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, to
     learner = Learner(NextTokenLoss(model), train, None, weight_decay=config.weight_decay, clip=config.clip, device=device,
                       progress=progress, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
                       checkpoint_every=config.eval_every if checkpoint_dir else None)
+    warm_start(learner, model, warm_start_from, checkpoint_dir, resume)
     learner.fit(1, lr=config.lr, schedule=config.schedule, warmup=config.warmup, resume=resume)
     model.cpu()
     fp32 = curve.points[-1]["valid_nats_per_token"]

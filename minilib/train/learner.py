@@ -158,6 +158,12 @@ class Learner:
         self.loss = self.extras = self.batch = self.output = self.grad_norm = None
 
     # ---- layer groups -------------------------------------------------------------------------
+    def start_at(self, step: int) -> None:
+        """Begin the next fit at `step` of its plan (its schedule and data from there) with the model's weights as
+        they are and a fresh optimizer: a warm start from saved weights when a run's training state is gone.
+        Adam's moments restart from zero, the one way the run then differs from an uninterrupted one."""
+        self._start_step = step
+
     def freeze_to(self, n: int) -> None:
         """Freeze groups[:n] and train the rest; freeze_to(-1) trains only the top group (ULMFiT §3.3)."""
         n_frozen = n if n >= 0 else len(self.groups) + n
@@ -333,6 +339,12 @@ class Learner:
             self.opt = self._make_optimizer(base_lrs)
         self._fit_state = {"plan": plan, "epoch_base": self.epochs_done, "position": (0, 0)}
         self._epoch_rng = None
+        start, self._start_step = getattr(self, "_start_step", 0), 0
+        if start:
+            if not 0 < start < total:
+                raise ValueError(f"start_at({start}): this fit has steps 0 to {total - 1}")
+            self._fit_state["position"], self.step = divmod(start, n), start
+            self._epoch_rng = checkpoint.rng_state()
 
         path = self._checkpoint_path()
         if resume and path is not None and path.exists():
@@ -349,6 +361,8 @@ class Learner:
                 return self.history
             print(f"resuming from {path}: epoch {self._fit_state['position'][0] + 1}, "
                   f"step {self._fit_state['position'][1]} of {n}")
+        elif start:
+            print(f"warm start at step {start} of {total}: the given weights, a fresh optimizer")
         self._stamp = provenance.stamp(seed=torch.initial_seed()) if self.checkpoint_dir is not None else None
         self._rng = checkpoint.rng_state()
         self.epochs, self.total_steps, self.base_lrs, self.schedule = epochs, total, base_lrs, sched
