@@ -131,11 +131,22 @@ for _name in METHODS:
 # ----------------------------------------------------------------------------- choosing the recipe
 
 def search(task: str, methods=RECIPE_METHODS, seed: int = 0, label_counts=None, cached_only: bool = False,
-           profile: str | None = None, log=print) -> list[dict[str, Any]]:
-    """Every (label count, method, candidate) point on `task`'s validation task (grid.search_recipes)."""
+           profile: str | None = None, log=print, candidates: dict[str, dict[str, Any]] | None = None
+           ) -> list[dict[str, Any]]:
+    """Every (label count, method, candidate) point on `task`'s validation task (grid.search_recipes);
+    `candidates`: some of CANDIDATES (default: all)."""
     prof = profile or runtime.profile()
-    return grid.search_recipes(task, methods, CANDIDATES, lambda m, p: asdict(paper_config(m, p)), SEARCH_RESULTS,
-                               label_counts or SEARCH_LABELS[prof], seed, cached_only, prof, log)
+    return grid.search_recipes(task, methods, candidates or CANDIDATES, lambda m, p: asdict(paper_config(m, p)),
+                               SEARCH_RESULTS, label_counts or SEARCH_LABELS[prof], seed, cached_only, prof, log)
+
+
+def some_candidates(slugs: str) -> dict[str, dict[str, Any]]:
+    """'lr-1e-3-10-epochs-batch-32,...' -> those CANDIDATES, named by grid.slug; an unknown slug is a UsageError."""
+    by_slug = {grid.slug(c): c for c in CANDIDATES}
+    wanted = [x.strip() for x in slugs.split(",") if x.strip()]
+    if unknown := [x for x in wanted if x not in by_slug]:
+        raise runtime.UsageError(f"--candidates {unknown[0]}: use some of {', '.join(by_slug)}")
+    return {by_slug[x]: CANDIDATES[by_slug[x]] for x in wanted}
 
 
 def chosen_recipe(profile: str | None = None) -> dict[str, str]:
@@ -185,6 +196,9 @@ def cli_arguments(p, name: str) -> None:
         tasks.add_arguments(p)
         p.add_argument("--methods", default=",".join(RECIPE_METHODS),
                        help=f"methods to tune (default: {','.join(RECIPE_METHODS)})")
+        p.add_argument("--candidates", default=None,
+                       help="comma-separated candidate names as folders of results/bert-recipe (default: all)")
+        p.add_argument("--labels", default=None, help="comma-separated label counts (default: the profile's)")
         return
     p.add_argument("--tasks", default=",".join(ABLATION_TASKS), help=f"comma-separated (default: {','.join(ABLATION_TASKS)})")
     p.add_argument("--labels", default=None, help="comma-separated label counts (default: the profile's, laptop 100,1000)")
@@ -202,7 +216,9 @@ def cli_run(args, name: str) -> int:
     prof = runtime.profile()
     if name == "bert-recipe":
         task = tasks.from_args(args)
-        rows = search(task, [m.strip() for m in args.methods.split(",")])
+        rows = search(task, [m.strip() for m in args.methods.split(",")],
+                      label_counts=grid.parse_labels(args.labels) if args.labels else None,
+                      candidates=some_candidates(args.candidates) if args.candidates else None)
         print(f"{name}: {task.name} " + " ".join(f"{m}={grid.slug(c)}" for m, c in grid.best_recipe(rows).items()))
         return 0
     if args.seeds < 1:
