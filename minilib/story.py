@@ -7,6 +7,7 @@ milestone names the chapter that rebuilds it or tells its story.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -88,3 +89,88 @@ CHAPTERS: tuple[tuple[int, str, str], ...] = (
     (7, "07-bert", "BERT: masked LM, both directions at every layer"),
     (8, "08-the-flywheel", "The flywheel: no labels, more data, bigger models"),
 )
+
+
+# ----------------------------------------------------------------------------- citations the lessons rest on
+
+@dataclass(frozen=True)
+class Citation:
+    lesson: int        # the chapter whose text cites it
+    paper: str         # short name, as the lesson's references give it
+    anchor: str        # the words of the lesson next to the citation (its markdown or code, as typed)
+    where: str         # the table, section or appendix the number or claim is in
+    says: str          # what that place says, in our words (why the citation is there)
+
+
+# A lesson cites each of these with `where` within CITATION_WINDOW characters of `anchor`, wherever the
+# anchor appears (tests/test_story.py reads the notebooks, whitespace collapsed). Places checked against the
+# papers' texts.
+CITATION_WINDOW = 200
+CITATIONS: tuple[Citation, ...] = (
+    Citation(4, "Howard & Ruder 2018", "10× (IMDb), 20× (AG)", "§5",
+             "low-shot learning: supervised ULMFiT at 100 labels matches scratch on 10× (IMDb) and 20× (AG) the labels"),
+    Citation(4, "Howard & Ruder 2018", "50× (AG), 100× (IMDb)", "§5",
+             "with unlabelled in-domain text, ULMFiT at 100 labels matches scratch on 50× (AG) and 100× (IMDb)"),
+    Citation(4, "Howard & Ruder 2018", "100× on IMDb, 50× on AG", "§5", "the same, in the summary's line"),
+    Citation(5, "Vaswani et al. 2017", "28.4 BLEU English→German", "§6.1", "the big model's EN→DE BLEU"),
+    Citation(5, "Vaswani et al. 2017", "41.8 English→French", "Table 2",
+             "41.8 is Table 2's (and the abstract's) EN→FR BLEU; §6.1's text reports 41.0 for the same model"),
+    Citation(6, "Radford et al. 2018", "(74.7 → 59.9)", "Table 5",
+             "removing pretraining lowers the GLUE-task average from 74.7 to 59.9, each task with its full training set"),
+    Citation(6, "Zhao et al. 2021", "*Calibrate before use*", "§5",
+             "contextual calibration with a content-free input is §5 (§4 describes the biases it corrects)"),
+    Citation(7, "Devlin et al. 2019", "\"Pre-training data\"", "§3.1",
+             "the document-level corpus paragraph sits in §3.1 (Pre-training BERT); §3.2 is fine-tuning"),
+    Citation(7, "Devlin et al. 2019", "88.5 → 77.8 F1", "Table 5", "SQuAD F1 of BERT-base vs the LTR & no NSP model"),
+    Citation(7, "Devlin et al. 2019", "GLUE 80.5", "abstract", "GLUE 80.5, 7.7 points above the previous best"),
+    Citation(7, "Devlin et al. 2019", "begins to outperform the LTR model almost immediately", "C.1",
+             "C.1 and Figure 5: MLM converges slightly slower than LTR but is ahead in MNLI accuracy almost at once"),
+    Citation(7, "Devlin et al. 2019", "1,000,000 steps", "§A.2",
+             "the pretraining procedure: batches of 256 sequences × 512 tokens (128,000 tokens), 1,000,000 steps"),
+    Citation(8, "Kaplan et al. 2020", "Kaplan et al. (§3, eq. 1.1–1.2)", "eq. 1.1–1.2",
+             "α_N ≈ 0.076 and α_D ≈ 0.095, the pure power laws in parameters and in tokens"),
+)
+
+# What the book's lessons must not say again: (chapter, text, why it was wrong). Checked in the notebooks'
+# sources and saved outputs by tests/test_story.py.
+SLIPS: tuple[tuple[int, str, str], ...] = (
+    (4, "50× (IMDb), 100× (AG)", "ULMFiT §5 gives 50× for AG and 100× for IMDb"),
+    (4, "50× on IMDb, 100× on AG", "ULMFiT §5 gives 50× for AG and 100× for IMDb"),
+    (5, "41.8 English→French (§6.1)", "§6.1's text says 41.0; 41.8 is Table 2's and the abstract's"),
+    (5, "some at a related word", "nothing in the lesson measures a head attending to a related word"),
+    (6, "labels are few** (Table 5)", "GPT-1's Table 5 ablates pretraining on full training sets, not few labels"),
+    (6, "*Calibrate before use*, §4", "contextual calibration is Zhao et al.'s §5"),
+    (7, "(§3.2, \"Pre-training data\"", "BERT's pre-training data paragraph is in §3.1"),
+    (7, "which is why it was trained for 1M steps", "BERT §A.2 states the 1M steps and gives no reason"),
+    (8, "fine-tuned whole beats models built for one task (chapters",
+     "chapters 06–07 measured the opposite at most label counts; that was the papers' claim, not ours"),
+    (8, "falls as a power law in parameters (α", "6 data-starved points do not establish a power law in parameters"),
+) + tuple((n, "Devlin et al. 2018", "the book cites BERT by its NAACL year, 2019 (arXiv October 2018)")
+          for n in range(4, 9)) + tuple((n, "simple baseline", "GloVe and SGNS are pretrained static vectors, "
+                                           "not simple baselines: name each with the text it read")
+                                        for n in range(4, 9))
+
+# What the pretrained static-vector baselines read: GloVe 6B (Pennington et al. 2014, §4.2: Wikipedia 2014
+# + Gigaword 5, 6 billion tokens). Our SGNS reads the words ELMo's biLM read (its checkpoint's provenance).
+GLOVE_TOKENS = 6_000_000_000
+
+
+def baseline_names(sgns_words: int) -> dict[str, str]:
+    """The four baselines named by what they read before the labels: two read nothing, two are pretrained
+    static vectors. `sgns_words`: the words our SGNS was trained on (the ELMo checkpoint's data["train"])."""
+    return {"majority": "majority class (no pretraining)",
+            "bow-lr": "bag of words + LR (no pretraining)",
+            "glove-lr": f"mean GloVe + LR (static vectors, {GLOVE_TOKENS / 1e9:.0f}B tokens read)",
+            "sgns-lr": f"mean SGNS + LR (static vectors, {sgns_words / 1e6:.0f}M words read)"}
+
+
+def cited(source: str) -> str:
+    """A source written with a milestone's release year ("Devlin et al. 2018, §A.2") in the book's citation
+    year, its venue's ("Devlin et al. 2019, §A.2"): the references list papers by where they appeared."""
+    for m in MILESTONES + AFTERWARDS:
+        surname = m.authors.split()[0]
+        venue_year = next(iter(re.findall(r"\d{4}", m.venue)), None)
+        released = m.date[:4]
+        if venue_year and venue_year != released and f"{surname} et al. {released}" in source:
+            return source.replace(f"{surname} et al. {released}", f"{surname} et al. {venue_year}")
+    return source

@@ -143,3 +143,85 @@ def source(obj, *, start: str | None = None, stop: str | None = None) -> str:
     lines = lines[first:last]
     where = f"{inspect.getmodule(obj).__name__}.{obj.__qualname__}"
     return f"`{where}`\n```python\n{textwrap.dedent(chr(10).join(lines)).rstrip()}\n```"
+
+
+# ----------------------------------------------------------------------------- legends off the data
+
+def _labelled(axes) -> tuple[list, list[str]]:
+    """Every labelled artist of `axes`, each label once (panels of one figure share methods and colours)."""
+    handles, labels = [], []
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    return handles, labels
+
+
+def legend_below(fig, *, rename: dict[str, str] | None = None, ncol: int | None = None, fontsize: float = 8):
+    """One legend for all of `fig`'s panels, under them, so it covers no data: the panels' own legends are
+    removed and every label is shown once. `rename` maps a label as plotted to the text shown (e.g. a
+    baseline named by what it read). The legend hangs below the figure's bottom edge; the inline backend
+    (bbox_inches="tight") and `savefig(bbox_inches="tight")` keep it in the picture."""
+    axes = [ax for ax in fig.axes if ax.get_legend_handles_labels()[0]]
+    for ax in fig.axes:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    handles, labels = _labelled(axes)
+    if not handles:
+        return None
+    rename = rename or {}
+    shown = [rename.get(label, label) for label in labels]
+    ncol = ncol or min(len(shown), 3 if len(fig.axes) > 1 else 2)
+    return fig.legend(handles, shown, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, fontsize=fontsize,
+                      frameon=False)
+
+
+def legend_outside(ax, *, rename: dict[str, str] | None = None, fontsize: float = 8):
+    """The axes' legend to the right of its plotting area (covers no data); `rename` as in legend_below."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    rename = rename or {}
+    return ax.legend(handles, [rename.get(label, label) for label in labels], loc="upper left",
+                     bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=fontsize, frameon=False)
+
+
+def legend_overlaps(fig) -> list[str]:
+    """Where a legend box of `fig` covers plotted data: one line per legend and axes where any vertex of a
+    line, a marker, a band or a scatter point lies inside the legend's box. Empty: every legend is clear."""
+    from matplotlib.collections import Collection, PathCollection
+    from matplotlib.lines import Line2D
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    found = []
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for i, ax in enumerate(fig.axes):
+            points = []
+            for artist in ax.get_children():
+                if not artist.get_visible():
+                    continue
+                if isinstance(artist, Line2D) and len(artist.get_xydata()):
+                    xy = artist.get_transform().transform(artist.get_xydata())
+                    if artist.get_linestyle() not in ("None", "none", "") and len(xy) > 1:   # the segments too
+                        t = np.linspace(0, 1, 12)[:, None, None]
+                        xy = (xy[:-1] * (1 - t) + xy[1:] * t).reshape(-1, 2)
+                    points.append(xy)
+                elif isinstance(artist, PathCollection) and len(artist.get_offsets()):      # scatter points
+                    points.append(artist.get_offset_transform().transform(artist.get_offsets()))
+                elif isinstance(artist, Collection):                                        # bands, polygons
+                    points += [artist.get_transform().transform(p.vertices) for p in artist.get_paths()
+                               if len(p.vertices)]
+            inside = ax.get_window_extent(renderer)
+            pts = np.concatenate(points) if points else np.empty((0, 2))
+            pts = pts[np.isfinite(pts).all(1)]
+            # only what is drawn: points inside the axes' own area
+            pts = pts[(pts[:, 0] >= inside.x0) & (pts[:, 0] <= inside.x1) & (pts[:, 1] >= inside.y0) & (pts[:, 1] <= inside.y1)]
+            hit = (pts[:, 0] > box.x0) & (pts[:, 0] < box.x1) & (pts[:, 1] > box.y0) & (pts[:, 1] < box.y1)
+            if hit.any():
+                title = ax.get_title() or f"axes {i}"
+                found.append(f"legend over {int(hit.sum())} plotted points of '{title}'")
+    return found

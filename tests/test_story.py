@@ -100,3 +100,54 @@ def test_afterwards_follow_bert_in_date_order_and_belong_to_chapter_08():
             assert getattr(m, field).strip(), f"{m.name}: empty {field}"
     # the seed essay's launch date of BERT in Google Search (US English queries: 2019-10-25)
     assert {m.name: m.date for m in story.AFTERWARDS}["BERT in Search"] == "2019-10"
+
+
+# ----------------------------------------------------------------------------- citations in the lessons
+
+import json
+from pathlib import Path
+
+LESSONS = Path(__file__).resolve().parents[1] / "lessons"
+
+
+def lesson_text(n: int, outputs: bool = False) -> str:
+    """A lesson's markdown and code as typed (and, with `outputs`, its saved text outputs), cells joined."""
+    (path,) = LESSONS.glob(f"{n:02d}-*.ipynb")
+    parts = []
+    for cell in json.loads(path.read_text())["cells"]:
+        parts.append("".join(cell["source"]))
+        if outputs:
+            for out in cell.get("outputs", []):
+                text = out.get("text") or out.get("data", {}).get("text/plain") or out.get("data", {}).get("text/markdown")
+                parts.append("".join(text) if isinstance(text, list) else (text or ""))
+    return "\n\n".join(parts)
+
+
+@pytest.mark.parametrize("c", story.CITATIONS, ids=lambda c: f"{c.lesson:02d}-{c.where}-{c.anchor[:24]}")
+def test_each_lesson_cites_the_right_place(c):
+    text = re.sub(r"\s+", " ", lesson_text(c.lesson))
+    at = [m.start() for m in re.finditer(re.escape(c.anchor), text)]
+    assert at, f"lesson {c.lesson:02d} no longer says {c.anchor!r}: update story.CITATIONS with what it cites now"
+    w = story.CITATION_WINDOW
+    for i in at:
+        near = text[max(0, i - w): i + len(c.anchor) + w]
+        assert c.where in near, (f"lesson {c.lesson:02d} says {c.anchor!r} without {c.where!r} within {w} characters "
+                                 f"({c.paper}: {c.says})")
+
+
+@pytest.mark.parametrize("lesson, slip, why", story.SLIPS, ids=lambda x: str(x)[:30])
+def test_no_lesson_repeats_a_slip(lesson, slip, why):
+    assert slip.lower() not in lesson_text(lesson, outputs=True).lower(), f"lesson {lesson:02d} says {slip!r}: {why}"
+
+
+def test_cited_uses_the_venue_year():
+    assert story.cited("Devlin et al. 2018, §3 and §A.2") == "Devlin et al. 2019, §3 and §A.2"
+    assert story.cited("Brown et al. 2020, Table 2.1") == "Brown et al. 2020, Table 2.1"
+    assert story.cited("Merity et al. 2017") == "Merity et al. 2018"   # AWD-LSTM: arXiv 2017-08, ICLR 2018
+
+
+def test_baseline_names_say_what_each_read():
+    names = story.baseline_names(3_000_000)
+    assert set(names) == {"majority", "bow-lr", "glove-lr", "sgns-lr"}
+    assert "6B tokens" in names["glove-lr"] and "3M words" in names["sgns-lr"]
+    assert all("no pretraining" in names[m] for m in ("majority", "bow-lr"))
