@@ -44,10 +44,11 @@ SIZES = {"smoke": BERTFineTuneConfig(epochs=1, batch_size=16, min_steps_per_epoc
 # The encoders the chapter fine-tunes, per profile: None is the profile's own shape (checkpoints/bert-<profile>.pt);
 # (layers, width) those `pretrain bert --shape LxW` made with the same compute (bert-<profile>-LxW.pt).
 SHAPE: dict[str, tuple[int, int] | None] = {"laptop": None, "full": None}
-OBJECTIVE = {"bert": "mlm+nsp", "bert-mlm": "mlm", "bert-ltr": "ltr", "bert-scratch": "mlm+nsp"}
-METHODS = {"bert": {}, "bert-mlm": {}, "bert-ltr": {}, "bert-scratch": {"pretrained": False}}
+OBJECTIVE = {"bert": "mlm+nsp", "bert-mlm": "mlm", "bert-ltr": "ltr", "bert-scratch": "mlm+nsp", "bert-tapt": "mlm+nsp"}
+METHODS = {"bert": {}, "bert-mlm": {}, "bert-ltr": {}, "bert-scratch": {"pretrained": False}, "bert-tapt": {}}
 LABELS = {"bert": "BERT (MLM + NSP)", "bert-mlm": "BERT without NSP", "bert-ltr": "left-to-right twin",
-          "bert-scratch": "BERT from scratch"}
+          "bert-scratch": "BERT from scratch", "bert-tapt": "BERT + in-domain MLM stage"}
+TAPT_METHODS = ("bert-tapt",)   # bert after the in-domain stage (experiments/tapt.py): its settings join the key
 ABLATIONS = ("bert", "bert-mlm", "bert-ltr")           # Table 5's rows, in its order
 ABLATION_TASKS = ("pos", "trec", "rt")
 ABLATION_LABELS = {"smoke": (20,), "laptop": (100, 1000), "full": (100, 1000)}
@@ -65,7 +66,7 @@ CANDIDATES.update({"LR 1e-4, 4 epochs, batch 16": {"lr": 1e-4, "epochs": 4, "bat
 # both. The ablations take bert's, as Table 5's do; bert-scratch keeps the paper's defaults until it is searched.
 # Smoke keeps the paper's: it checks plumbing.
 FINE_TUNING: dict[str, str | None] = {"bert": "LR 1e-3, 10 epochs, batch 32", "bert-scratch": None}
-FINE_TUNING["bert-mlm"] = FINE_TUNING["bert-ltr"] = FINE_TUNING["bert"]
+FINE_TUNING["bert-mlm"] = FINE_TUNING["bert-ltr"] = FINE_TUNING["bert-tapt"] = FINE_TUNING["bert"]
 RECIPE_METHODS = ("bert-scratch", "bert")
 RECIPE_TASKS = ("trec", "rt")
 SEARCH_LABELS = {"smoke": (20,), "laptop": (100, 1000), "full": (100, grid.ALL)}
@@ -106,6 +107,11 @@ def train_bert_classifier(task: tasks.Task, idx, seed: int, settings: dict, chec
     from minilib.models.pretrained import load_pretrained
     from minilib.recipes.bert import fine_tune_bert
 
+    settings = dict(settings)
+    if "tapt" in settings:                       # bert-tapt: the in-domain stage first (experiments/tapt.py)
+        from minilib.experiments.tapt import adapted_checkpoint
+
+        checkpoint = adapted_checkpoint(task, checkpoint, settings.pop("tapt"))
     config = BERTFineTuneConfig(**settings)
     pre = load_pretrained(checkpoint, "bert")
     tok = pre.vocab
@@ -121,9 +127,17 @@ def train_bert_classifier(task: tasks.Task, idx, seed: int, settings: dict, chec
             "objective": pre.model.cfg.objective}
 
 
+def method_settings(method: str, profile: str) -> dict[str, Any]:
+    """What defines the method in the grid's key: its fine-tuning config, and for bert-tapt the in-domain stage's."""
+    from minilib.experiments.tapt import SETTINGS
+
+    settings = asdict(method_config(method, profile))
+    return {**settings, "tapt": runtime.pick(SETTINGS, profile)} if method in TAPT_METHODS else settings
+
+
 for _name in METHODS:
     grid.register(grid.Method(_name, "bert", train_bert_classifier,
-                              lambda prof, _name=_name: asdict(method_config(_name, prof)),
+                              lambda prof, _name=_name: method_settings(_name, prof),
                               checkpoint=lambda prof, _name=_name: default_checkpoint(_name, prof),
                               kinds=("sentence", "pair", "token"), label=LABELS[_name]))
 

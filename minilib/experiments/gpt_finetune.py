@@ -43,8 +43,10 @@ class GPTFineTuneConfig:
 SIZES = {"smoke": GPTFineTuneConfig(epochs=1, batch_size=16, min_steps_per_epoch=4, max_test=200),
          "laptop": GPTFineTuneConfig(),
          "full": GPTFineTuneConfig()}
-METHODS = {"gpt": {}, "gpt-scratch": {"pretrained": False}, "gpt-no-aux": {"lm_coef": 0.0}}
-LABELS = {"gpt": "GPT (pretrained, fine-tuned)", "gpt-scratch": "GPT from scratch", "gpt-no-aux": "GPT without aux. LM loss"}
+METHODS = {"gpt": {}, "gpt-scratch": {"pretrained": False}, "gpt-no-aux": {"lm_coef": 0.0}, "gpt-tapt": {}}
+LABELS = {"gpt": "GPT (pretrained, fine-tuned)", "gpt-scratch": "GPT from scratch", "gpt-no-aux": "GPT without aux. LM loss",
+          "gpt-tapt": "GPT + in-domain LM stage"}
+TAPT_METHODS = ("gpt-tapt",)    # gpt after the in-domain stage (experiments/tapt.py): its settings join the key
 
 # The paper's settings were tuned for a 117M-parameter model and datasets of thousands of examples;
 # ours is 50× smaller and sees 100 labels. Each candidate changes GPTFineTuneConfig; every method
@@ -62,7 +64,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
 # error averaged over both tasks and the label counts searched; results/gpt-recipe/, re-read by a test).
 # gpt-no-aux is gpt's recipe without the auxiliary loss. Smoke keeps the paper's: it checks plumbing.
 FINE_TUNING = {"gpt": "LR 2.5e-4, 10 epochs", "gpt-scratch": "LR 2.5e-4, 10 epochs, no aux LM"}
-FINE_TUNING["gpt-no-aux"] = FINE_TUNING["gpt"]
+FINE_TUNING["gpt-no-aux"] = FINE_TUNING["gpt-tapt"] = FINE_TUNING["gpt"]
 RECIPE_TASKS = ("trec", "rt")
 
 
@@ -112,6 +114,11 @@ def train_gpt_classifier(task: tasks.Task, idx, seed: int, settings: dict, check
     from minilib.models.pretrained import load_pretrained
     from minilib.recipes.gpt import fine_tune_gpt
 
+    settings = dict(settings)
+    if "tapt" in settings:                       # gpt-tapt: the in-domain stage first (experiments/tapt.py)
+        from minilib.experiments.tapt import adapted_checkpoint
+
+        checkpoint = adapted_checkpoint(task, checkpoint, settings.pop("tapt"))
     config = GPTFineTuneConfig(**settings)
     pre = load_pretrained(checkpoint, "gpt")
     runtime.seed_everything(seed)
@@ -166,9 +173,17 @@ def fine_tune_point(task: tasks.Task, idx, seed: int, config, model, tok, word_p
             "train_seconds": round(time.perf_counter() - t0, 2)}
 
 
+def method_settings(method: str, profile: str) -> dict[str, Any]:
+    """What defines the method in the grid's key: its fine-tuning config, and for gpt-tapt the in-domain stage's."""
+    from minilib.experiments.tapt import SETTINGS
+
+    settings = asdict(method_config(method, profile))
+    return {**settings, "tapt": runtime.pick(SETTINGS, profile)} if method in TAPT_METHODS else settings
+
+
 for _name in METHODS:
     grid.register(grid.Method(_name, "gpt", train_gpt_classifier,
-                              lambda prof, _name=_name: asdict(method_config(_name, prof)),
+                              lambda prof, _name=_name: method_settings(_name, prof),
                               checkpoint=default_checkpoint, kinds=("sentence", "pair", "token"), label=LABELS[_name]))
 
 

@@ -319,6 +319,34 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
     return metrics
 
 
+class LMLoss(torch.nn.Module):
+    """The Learner's view of BERT trained on its token objective alone (masked or next-token): no NSP loss,
+    whatever heads the model has."""
+
+    def __init__(self, bert: BERT):
+        super().__init__()
+        self.bert = bert
+
+    def forward(self, ids, segments, attention_mask, labels, nsp_labels):
+        return self.bert(ids, segments, attention_mask, labels).loss
+
+
+def adapt_lm(model: BERT, texts, tokenizer, steps: int, lr: float, warmup: float = 0.06, batch_size: int = 16,
+             seed: int = 0, texts_per_document: int = 8, progress: bool | str = False) -> BERT:
+    """The in-domain stage for BERT (Gururangan et al. 2020 §5, "task-adaptive pretraining", as RoBERTa trains:
+    the masked LM alone), in place, on a task's unlabelled text: `texts_per_document` texts in a row make a
+    document, pairs of real continuations (no NotNext), §3.1's masking ("ltr": next tokens), `steps`
+    batches, linear warm-up then linear decay (§A.2)."""
+    texts = list(texts)
+    docs = [" ".join(texts[i:i + texts_per_document]) for i in range(0, len(texts), texts_per_document)]
+    stream = DocumentStream.from_documents(tokenizer, docs)
+    train = PairBatches(stream, SpecialTokens.of(tokenizer), batch_size, model.cfg.block_size, steps,
+                        target="next" if model.cfg.objective == "ltr" else "mlm", p_random_next=0.0, seed=seed)
+    learner = Learner(LMLoss(model.train()), train, None, weight_decay=0.01, clip=1.0, progress=progress)
+    learner.fit(1, lr=lr, schedule="linear", warmup=warmup)
+    return model.eval()
+
+
 # ----------------------------------------------------------------------------- `python -m minilib pretrain bert`
 
 BERT_WORDS = {"smoke": 60_000, "laptop": None, "full": None}  # train words; None = the whole train split

@@ -88,8 +88,9 @@ def warm_start(learner: Learner, model: torch.nn.Module, path, checkpoint_dir, r
 
 
 def document_encodings(tokenizer, docs, batch: int = 256):
-    """(text, Hugging Face Encoding) of each document in order, encoded `batch` documents at a time."""
-    texts = [d.text for d in docs]
+    """(text, Hugging Face Encoding) of each document (an object with .text, or a string) in order, encoded
+    `batch` documents at a time."""
+    texts = [getattr(d, "text", d) for d in docs]
     for start in range(0, len(texts), batch):
         yield from zip(texts[start:start + batch],
                        tokenizer.hf.encode_batch(texts[start:start + batch], add_special_tokens=False))
@@ -202,6 +203,18 @@ def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, to
                             config=dataclasses.asdict(config), architecture=dataclasses.asdict(model.cfg))
     save_pretrained(out_path, model, tokenizer, meta)
     return metrics
+
+
+def adapt_lm(model: GPT, texts, tokenizer, steps: int, lr: float, warmup: float = 0.06, batch_size: int = 16,
+             seed: int = 0, progress: bool | str = False) -> GPT:
+    """The in-domain stage (ULMFiT §3.2's stage (b); Gururangan et al. 2020 §5, "task-adaptive pretraining"):
+    GPT's own next-token objective continued, in place, on a task's unlabelled text (each text then
+    <|endoftext|>), `steps` batches of random windows, linear warm-up then cosine to 0."""
+    ids = encode_documents(tokenizer, texts)
+    train = RandomWindows(ids, batch_size, model.cfg.block_size, steps, seed=seed)
+    learner = Learner(NextTokenLoss(model.train()), train, None, weight_decay=0.01, clip=1.0, progress=progress)
+    learner.fit(1, lr=lr, schedule="cosine", warmup=warmup)
+    return model.eval()
 
 
 # ----------------------------------------------------------------------------- fine-tuning (§3.2, §4.1)
