@@ -179,3 +179,16 @@ def test_fewest_errors_trains_each_method_on_one_sample_and_names_the_best(revie
     out = capsys.readouterr().out
     assert f"{reviews.name}, 40 labels, seed 0: majority 0.5" in out and "bow-lr 0.000" in out
     assert len(list((tmp_path / "points").rglob("*.json"))) == 2      # cached apart from the shipped grids
+
+
+def test_tokens_read_puts_every_method_on_the_compute_axis():
+    from minilib.provenance import REPO_ROOT
+
+    gpt_tokens = json.loads((REPO_ROOT / "checkpoints" / "gpt-laptop.json").read_text())["metrics"]["train_tokens_seen"]
+    elmo = json.loads((REPO_ROOT / "checkpoints" / "elmo-laptop.json").read_text())["metrics"]["train_tokens"]
+    assert league.tokens_read("majority", "laptop")[0] == league.tokens_read("gpt-scratch", "laptop")[0] == 0
+    assert league.tokens_read("bow-lr", "laptop")[0] == 0
+    assert league.tokens_read("gpt", "laptop")[0] == gpt_tokens
+    assert league.tokens_read("gpt-tapt", "laptop")[0] == gpt_tokens + 400 * 16 * 128
+    assert league.tokens_read("sgns-lr", "laptop")[0] == 3 * elmo
+    assert league.tokens_read("glove-lr", "laptop")[0] == 6e9 > 500 * gpt_tokens

@@ -361,6 +361,71 @@ def plot(profile: str | None = None, task_names: Sequence | None = None, labels:
     return axes[0].figure
 
 
+# ----------------------------------------------------------------------------- the league on the compute axis
+
+# A pretrained method's tokens that no checkpoint of ours records: the paper's own count.
+PAPER_TOKENS = {"glove-lr": (6e9, "GloVe 6B: Wikipedia 2014 + Gigaword 5 (Pennington et al. 2014, §4.2)")}
+
+
+def tokens_read(method: str, profile: str) -> tuple[float, str]:
+    """(pretraining tokens the method read before its first label, where the count comes from): Kaplan's D,
+    every pass counted (compute.pretraining_tokens: the checkpoint's provenance); SGNS's vectors read ELMo's
+    text `epochs` times; 0 for a method without pretraining (majority, bag of words, any *-scratch)."""
+    from minilib.experiments.compute import pretraining_tokens
+    from minilib.models.pretrained import sidecar
+
+    if method in PAPER_TOKENS:
+        return PAPER_TOKENS[method]
+    m = grid.method(method)
+    settings = m.settings(profile)
+    if m.checkpoint is None or settings.get("pretrained") is False:
+        return 0, "no pretraining"
+    path = sidecar(m.checkpoint(profile))
+    if not path.is_file():
+        raise UsageError(f"{method}: no provenance {path} to count its pretraining tokens")
+    meta = json.loads(path.read_text())
+    tokens = pretraining_tokens(meta) * (settings.get("epochs", 1) if method == "sgns-lr" else 1)
+    where = f"{path.name}" + (f" x {settings['epochs']} epochs" if method == "sgns-lr" else "")
+    if "tapt" in settings:        # the in-domain stage's windows of 16 x 128 tokens (experiments/tapt.py)
+        tokens += settings["tapt"]["steps"] * 16 * 128
+        where += f" + {settings['tapt']['steps']} in-domain steps"
+    return tokens, where
+
+
+def plot_tokens(profile: str | None = None, task_names: Sequence | None = None, labels=100,
+                results_dir: str | Path | None = None, axes=None):
+    """The league on the compute axis: one panel per task, each method a point at the pretraining tokens it read
+    (x: 0, then log) and its mean test error at `labels` labels (± the seeds' std). Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    prof = profile or runtime.profile()
+    task_objs, _, seeds = _grid_of(prof, task_names, [labels], None)
+    summary = grid.summarize(cached(prof, task_objs, [labels], None, seeds, results_dir))
+    if axes is None:
+        _, axes = plt.subplots(1, len(task_objs), figsize=(5.0 * len(task_objs), 4.2), squeeze=False)
+        axes = axes[0]
+    for task, ax in zip(task_objs, axes):
+        order = [(e, m) for e, m in lineup(task).items() if m]
+        rows = {r["method"]: r for r in summary if r["task"] == task.name}
+        xs = []
+        for i, (era, name) in enumerate(order):
+            if name not in rows:
+                continue
+            x = tokens_read(name, prof)[0]
+            xs.append(x)
+            r = rows[name]
+            ax.errorbar([x], [r["error"] * 100], yerr=[r["error_std"] * 100], marker="s" if name in BASELINES else "o",
+                        color=f"C{i}", capsize=3, ls="none")
+            ax.annotate(era, (x, r["error"] * 100), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        positive = [x for x in xs if x > 0]
+        ax.set_xscale("symlog", linthresh=min(positive) if positive else 1.0)
+        ax.set_xlabel("pretraining tokens read (0, then log)")
+        ax.set_ylabel(f"test error at {labels} labels (%)")
+        ax.set_title(task.name)
+        ax.grid(alpha=0.3, which="both")
+    return axes[0].figure
+
+
 def summary_line(league_cells: Sequence[dict[str, Any]], task: str, labels) -> str:
     """`league: task=pos labels=100 best=<method> <method>_err=… … missing=<methods>` for one column."""
     column = [c for c in league_cells if c["task"] == task and c["labels"] == labels]
