@@ -126,3 +126,16 @@ datasheet: data
 
 clean-data:
 	@echo "The data cache is at $${MINILIB_DATA:-~/.cache/minilib}; remove it by hand if you mean to."
+
+# The GPU path in one prepared call (tools/gpu_check.py): every lesson's `full` training code for a bounded number
+# of steps on CUDA, the DDP path with one rank, then `bench gpt --shape gpt2-small` eager and compiled; ≤ 9 min on
+# one H100; writes results/gpu-check-<device>.json (and a copy into $(OUT) when set, as a device call's $OUT is).
+# A machine without network needs the data packed first, here: `$(PY) tools/gpu_check.py pack` (then carry .gpu-check).
+# gpu-check-dry: the same script on the CPU at tiny sizes (tests/test_gpu_check.py runs it under `make test`).
+GPU_PY      ?= $(if $(wildcard $(PY)),$(PY),python3)
+.PHONY: gpu-check gpu-check-dry
+gpu-check:
+	$(GPU_PY) tools/gpu_check.py $(if $(OUT),--copy-to $(OUT))
+
+gpu-check-dry: data
+	OMP_NUM_THREADS=1 $(PY) tools/gpu_check.py --dry

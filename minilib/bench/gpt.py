@@ -11,6 +11,15 @@ machine load. A step is forward + loss + backward + AdamW step. It ends with one
 
     gpt: minilib_tok_per_s=... hf_tok_per_s=... speed_ratio=... loss_minilib=... loss_hf=... mfu=...
 
+With several --modes (`--shape gpt2-small` runs eager then compiled, each from the same initial weights and
+batches) the line is instead
+
+    gpt: speed_ratio_eager=... mfu_eager=... mfu_hf_eager=... speed_ratio_compiled=... mfu_compiled=... mfu_hf_compiled=... loss_minilib=... loss_hf=...
+
+and `--json PATH` writes every number (both models, each mode, graph breaks, peak memory). Compiled, the bench
+first counts the graph breaks torch.compile's tracer meets in minilib's loss path (on CUDA: the bf16 head GEMM
+and an fp32 F.cross_entropy, `transformer.head_loss`; it should be 0).
+
 tok/s come from each model's median step time; speed_ratio is the median over the
 interleaved pairs of (hf step time / minilib step time). loss_* are the training losses of
 the last step (same weights, data and optimizer: they must agree within 1 %). mfu is
@@ -31,28 +40,67 @@ ops forward and their autograd backward), and fewer layers of Python per step.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 # torch and transformers are imported inside the functions: `python -m minilib data ...` builds this parser too
 
 
+SHAPES = {
+    # the GPT size the lessons train on a 2-core CPU (docs/design.md §3: GPT L4 d128 ctx128), batch 32 (4,096 tokens)
+    "default": dict(layers=4, width=128, heads=4, context=128, batch=32, vocab_size=8192),
+    # GPT-2 small's shape (Radford et al. 2019: 12 x 768, 12 heads, context 1024), batch 16 x 1024 tokens,
+    # a vocabulary of 32,768 words: a size where a GPU step is GEMM-bound, not launch-bound
+    "gpt2-small": dict(layers=12, width=768, heads=12, context=1024, batch=16, vocab_size=32768),
+}
+MODES = ("eager", "compiled")
+
+
 def gpt_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--layers", type=int, default=4, help="Transformer blocks (default 4)")
-    p.add_argument("--width", type=int, default=128, help="d_model (default 128)")
-    p.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
-    p.add_argument("--context", type=int, default=128, help="tokens per row (default 128)")
-    p.add_argument("--batch", type=int, default=32, help="rows per batch (default 32: 4,096 tokens a step)")
-    p.add_argument("--vocab-size", type=int, default=8192, help="most frequent words kept (default 8,192)")
+    p.add_argument("--shape", choices=tuple(SHAPES), default="default",
+                   help="a preset for the six size options below (default: 'default' = L4 d128 h4 ctx128, batch 32, "
+                        "vocab 8,192; 'gpt2-small' = L12 d768 h12 ctx1024, batch 16, vocab 32,768); "
+                        "an option given explicitly wins")
+    p.add_argument("--layers", type=int, default=None, help="Transformer blocks (default 4)")
+    p.add_argument("--width", type=int, default=None, help="d_model (default 128)")
+    p.add_argument("--heads", type=int, default=None, help="attention heads (default 4)")
+    p.add_argument("--context", type=int, default=None, help="tokens per row (default 128)")
+    p.add_argument("--batch", type=int, default=None, help="rows per batch (default 32: 4,096 tokens a step)")
+    p.add_argument("--vocab-size", type=int, default=None, help="most frequent words kept (default 8,192)")
     p.add_argument("--steps", type=int, default=10, help="timed AdamW steps per model (default 10)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per model first (default 2)")
     p.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate, both models (default 1e-3)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available)")
     p.add_argument("--compile", action="store_true",
-                   help="torch.compile both models (the warm-up steps absorb the compile time)")
+                   help="torch.compile both models (the warm-up steps absorb the compile time); = --modes compiled")
+    p.add_argument("--modes", default=None,
+                   help="comma-separated, run in turn from the same initial weights and batches: eager, compiled "
+                        "(default: eager; 'eager,compiled' with --shape gpt2-small)")
+    p.add_argument("--json", type=Path, default=None, metavar="PATH",
+                   help="also write every number measured (each mode, both models, graph breaks) to PATH")
     p.add_argument("--seed", type=int, default=0)
+
+
+def resolve_shape(args: argparse.Namespace) -> None:
+    """Fill the size options left unset from the --shape preset (in place)."""
+    for key, value in SHAPES[args.shape].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+
+
+def resolve_modes(args: argparse.Namespace) -> list[str] | None:
+    """The modes to run, in order, or None (the reason printed) when --modes names something else."""
+    text = args.modes or ("compiled" if args.compile else "eager,compiled" if args.shape == "gpt2-small" else "eager")
+    modes = list(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        print(f"--modes {text!r}: use a comma-separated list of {', '.join(MODES)}", file=sys.stderr)
+        return None
+    return modes
 
 
 def copy_into_gpt2(model, hf) -> None:
@@ -123,8 +171,26 @@ def start_hf_bench(args: argparse.Namespace, name: str) -> bool:
     return True
 
 
+def graph_breaks(fn, *inputs) -> int | None:
+    """How many graph breaks torch.compile's tracer (dynamo) meets in fn(*inputs), or None where it cannot tell."""
+    import torch
+
+    try:
+        import torch._dynamo as dynamo
+
+        dynamo.reset()
+        count = dynamo.explain(fn)(*inputs).graph_break_count
+        dynamo.reset()
+        return int(count)
+    except Exception as exc:  # an explain that fails is reported, never fatal to the bench
+        print(f"graph breaks not counted: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
+        return None
+
+
 def bench_gpt(args: argparse.Namespace) -> int:
-    if not start_hf_bench(args, "gpt"):
+    resolve_shape(args)
+    modes = resolve_modes(args)
+    if modes is None or not start_hf_bench(args, "gpt"):
         return 2
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -139,80 +205,128 @@ def bench_gpt(args: argparse.Namespace) -> int:
     ids, vocab_size = text_ids(args.vocab_size, n_tokens)
     stream = LMStream(ids[:n_tokens], args.batch, args.context)
     batches = [(x.contiguous().to(device), y.contiguous().to(device)) for x, y in stream]
-
-    torch.manual_seed(args.seed)
     cfg = TransformerConfig(vocab_size=vocab_size, block_size=args.context, n_layer=args.layers,
                             n_head=args.heads, n_embd=args.width, dropout=0.0, positions="learned", norm="pre",
                             causal=True, bias=True, tie_weights=True, gelu="tanh")
-    ours = TransformerLM(cfg)
-    hf = GPT2LMHeadModel(GPT2Config(
+    hf_cfg = GPT2Config(
         vocab_size=vocab_size, n_positions=args.context, n_embd=args.width, n_layer=args.layers,
         n_head=args.heads, activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
         layer_norm_epsilon=1e-5, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0,
-        attn_implementation="sdpa"))
-    copy_into_gpt2(ours, hf)
-    ours.to(device).train(), hf.to(device).train()
-    x0, y0 = batches[0]
-    with torch.no_grad():
-        init_gap = (ours(x0)[0] - hf(input_ids=x0).logits).abs().max().item()
-
-    fused = device.type == "cuda"
-    opts = {"minilib": ours.configure_optimizers(weight_decay=0.1, lr=args.lr, betas=(0.9, 0.95),
-                                                 device_type=device.type),
-            "hf": adamw_like_minilib(hf, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=fused)}
-    runs = {"minilib": lambda x, y: ours(x, y)[1],
-            "hf": lambda x, y: hf(input_ids=x, labels=x, shift_labels=y).loss}  # y is x shifted already
-    if args.compile:
-        ours_c, hf_c = torch.compile(ours), torch.compile(hf)
-        runs = {"minilib": lambda x, y: ours_c(x, y)[1],
-                "hf": lambda x, y: hf_c(input_ids=x, labels=x, shift_labels=y).loss}
-
-    def step(name: str, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-        opt = opts[name]
-        t0 = time.perf_counter()
-        with runtime.autocast(device):
-            loss = runs[name](x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        value = loss.item()  # waits for the device, as the Learner's logging does
-        return time.perf_counter() - t0, value
-
+        attn_implementation="sdpa")
     peak_dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     n = 8192 if device.type == "cuda" else 2048  # big enough to reach the GEMM peak, small enough to repeat
-    matmul, matmul_times = matmul_seconds(device, peak_dtype, n), []
-    flops_per_token = ours.flops_per_token(args.context)
+    matmul = matmul_seconds(device, peak_dtype, n)
+    flops_per_token = TransformerLM(cfg).flops_per_token(args.context)
     print(f"gpt bench: L{args.layers} d{args.width} h{args.heads} ctx{args.context}, vocab {vocab_size:,} "
-          f"(words of the pretraining corpus), batch {args.batch}; {ours.num_params(non_embedding=False):,} "
-          f"parameters; {args.steps} timed AdamW steps (lr {args.lr}) per model after {args.warmup} warm-up; "
-          f"{device}, {torch.get_num_threads()} threads, torch {torch.__version__}"
-          f"{', compiled' if args.compile else ''}")
-    print(f"same initial weights: largest logit gap before training {init_gap:.1e}")
-    names = ["minilib", "hf"]
-    for x, y in batches[: args.warmup]:
-        for name in names:
-            step(name, x, y)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    losses: dict[str, float] = {}
-    for i, (x, y) in enumerate(batches[args.warmup: args.warmup + args.steps]):
-        for name in names if i % 2 == 0 else names[::-1]:  # alternate the order: drift hits both alike
-            seconds, losses[name] = step(name, x, y)
-            times[name].append(seconds)
-        matmul_times.append(matmul())  # the peak, under the same load as the steps
-    tokens = args.batch * args.context
-    tok_per_s = {name: tokens / statistics.median(ts) for name, ts in times.items()}
-    ratio = statistics.median(h / m for h, m in zip(times["hf"], times["minilib"]))
-    peak = 2 * n ** 3 / statistics.median(matmul_times)
-    mfu = {name: flops_per_token * tps / peak for name, tps in tok_per_s.items()}
-    for name, ts in times.items():
-        print(f"  {name:8s} {tok_per_s[name]:8,.0f} tok/s  median step {statistics.median(ts) * 1e3:7.1f} ms "
-              f"(min {min(ts) * 1e3:.1f}, max {max(ts) * 1e3:.1f})  MFU {mfu[name]:.3f}  last loss {losses[name]:.4f}")
-    print(f"model FLOPs per token {flops_per_token / 1e6:.2f} M (6·N + attention); matmul peak {peak / 1e9:.0f} "
-          f"GFLOP/s ({str(peak_dtype).removeprefix('torch.')} {n}³, median of one after each pair of steps)")
-    gap = abs(losses["minilib"] - losses["hf"]) / losses["hf"]
-    if gap > 0.01:
-        print(f"warning: the losses differ by {gap:.2%} (> 1 %): the two models no longer compute the same thing")
-    print(f"gpt: minilib_tok_per_s={tok_per_s['minilib']:.0f} hf_tok_per_s={tok_per_s['hf']:.0f} "
-          f"speed_ratio={ratio:.3f} loss_minilib={losses['minilib']:.4f} loss_hf={losses['hf']:.4f} "
-          f"mfu={mfu['minilib']:.3f}")
+          f"(words of the pretraining corpus), batch {args.batch}; {args.steps} timed AdamW steps (lr {args.lr}) "
+          f"per model after {args.warmup} warm-up; {device}, {torch.get_num_threads()} threads, "
+          f"torch {torch.__version__}; modes: {', '.join(modes)} (each from the same initial weights and batches)")
+
+    def run_mode(mode: str) -> dict:
+        """Both models built afresh from the seed (the same weights in every mode), timed step by step."""
+        torch.manual_seed(args.seed)
+        ours = TransformerLM(cfg)
+        hf = GPT2LMHeadModel(hf_cfg)
+        copy_into_gpt2(ours, hf)
+        ours.to(device).train(), hf.to(device).train()
+        x0, y0 = batches[0]
+        with torch.no_grad():
+            init_gap = (ours(x0)[0] - hf(input_ids=x0).logits).abs().max().item()
+        fused = device.type == "cuda"
+        opts = {"minilib": ours.configure_optimizers(weight_decay=0.1, lr=args.lr, betas=(0.9, 0.95),
+                                                     device_type=device.type),
+                "hf": adamw_like_minilib(hf, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=fused)}
+        losses_of = {"minilib": lambda m: lambda x, y: m(x, y)[1],
+                     "hf": lambda m: lambda x, y: m(input_ids=x, labels=x, shift_labels=y).loss}  # y = x shifted
+        breaks = None
+        if mode == "compiled":
+            with runtime.autocast(device):  # the loss path as the timed steps trace it
+                breaks = graph_breaks(losses_of["minilib"](ours), x0, y0)
+            runs = {"minilib": losses_of["minilib"](torch.compile(ours)), "hf": losses_of["hf"](torch.compile(hf))}
+        else:
+            runs = {"minilib": losses_of["minilib"](ours), "hf": losses_of["hf"](hf)}
+
+        def step(name: str, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+            opt = opts[name]
+            t0 = time.perf_counter()
+            with runtime.autocast(device):
+                loss = runs[name](x, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            value = loss.item()  # waits for the device, as the Learner's logging does
+            return time.perf_counter() - t0, value
+
+        names = ["minilib", "hf"]
+        warm_t0 = time.perf_counter()
+        for x, y in batches[: args.warmup]:
+            for name in names:
+                step(name, x, y)
+        warmup_s = time.perf_counter() - warm_t0
+        times: dict[str, list[float]] = {name: [] for name in names}
+        losses: dict[str, float] = {}
+        matmul_times = []
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        for i, (x, y) in enumerate(batches[args.warmup: args.warmup + args.steps]):
+            for name in names if i % 2 == 0 else names[::-1]:  # alternate the order: drift hits both alike
+                seconds, losses[name] = step(name, x, y)
+                times[name].append(seconds)
+            matmul_times.append(matmul())  # the peak, under the same load as the steps
+        tokens = args.batch * args.context
+        tok_per_s = {name: tokens / statistics.median(ts) for name, ts in times.items()}
+        peak = 2 * n ** 3 / statistics.median(matmul_times)
+        out = {"mode": mode, "init_logit_gap": init_gap, "warmup_seconds": round(warmup_s, 2),
+               "speed_ratio": statistics.median(h / m for h, m in zip(times["hf"], times["minilib"])),
+               "peak_flops": peak, "graph_breaks_minilib": breaks,
+               "peak_memory_mb": (round(torch.cuda.max_memory_allocated(device) / 2**20)
+                                  if device.type == "cuda" else None)}
+        for name, ts in times.items():
+            out[name] = {"tok_per_s": tok_per_s[name], "median_step_ms": statistics.median(ts) * 1e3,
+                         "min_step_ms": min(ts) * 1e3, "max_step_ms": max(ts) * 1e3,
+                         "mfu": flops_per_token * tok_per_s[name] / peak, "last_loss": losses[name]}
+        del ours, hf, runs, opts
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        return out
+
+    results = {}
+    for mode in modes:
+        r = results[mode] = run_mode(mode)
+        print(f"[{mode}] same initial weights: largest logit gap before training {r['init_logit_gap']:.1e}; "
+              f"warm-up {r['warmup_seconds']:.1f} s" + (f"; graph breaks in minilib's loss path: "
+                                                         f"{r['graph_breaks_minilib']}" if mode == "compiled" else ""))
+        for name in ("minilib", "hf"):
+            m = r[name]
+            print(f"  {name:8s} {m['tok_per_s']:8,.0f} tok/s  median step {m['median_step_ms']:7.1f} ms "
+                  f"(min {m['min_step_ms']:.1f}, max {m['max_step_ms']:.1f})  MFU {m['mfu']:.3f}  "
+                  f"last loss {m['last_loss']:.4f}")
+        print(f"  speed_ratio (HF step / minilib step, median of pairs) {r['speed_ratio']:.3f}; matmul peak "
+              f"{r['peak_flops'] / 1e9:.0f} GFLOP/s ({str(peak_dtype).removeprefix('torch.')} {n}³, median of one "
+              f"after each pair of steps)")
+        gap = abs(r["minilib"]["last_loss"] - r["hf"]["last_loss"]) / r["hf"]["last_loss"]
+        if gap > 0.01:
+            print(f"warning: the losses differ by {gap:.2%} (> 1 %): the two models no longer compute the same thing")
+    print(f"model FLOPs per token {flops_per_token / 1e6:.2f} M (6·N + attention)")
+    if args.json is not None:
+        from minilib import provenance
+
+        provenance.write_json(args.json, {
+            "bench": "gpt", "shape": {k: getattr(args, k) for k in SHAPES["default"]} | {"vocab_size": vocab_size},
+            "name": args.shape, "steps": args.steps, "warmup": args.warmup, "lr": args.lr, "device": str(device),
+            "flops_per_token": flops_per_token, "modes": results,
+            "provenance": provenance.stamp(seed=args.seed, threads=torch.get_num_threads())})
+    if len(modes) == 1:
+        r = results[modes[0]]
+        print(f"gpt: minilib_tok_per_s={r['minilib']['tok_per_s']:.0f} hf_tok_per_s={r['hf']['tok_per_s']:.0f} "
+              f"speed_ratio={r['speed_ratio']:.3f} loss_minilib={r['minilib']['last_loss']:.4f} "
+              f"loss_hf={r['hf']['last_loss']:.4f} mfu={r['minilib']['mfu']:.3f}")
+    else:
+        parts = []
+        for mode, r in results.items():
+            parts += [f"speed_ratio_{mode}={r['speed_ratio']:.3f}", f"mfu_{mode}={r['minilib']['mfu']:.3f}",
+                      f"mfu_hf_{mode}={r['hf']['mfu']:.3f}"]
+        last = results[modes[-1]]
+        print(f"gpt: {' '.join(parts)} loss_minilib={last['minilib']['last_loss']:.4f} "
+              f"loss_hf={last['hf']['last_loss']:.4f}")
     return 0
