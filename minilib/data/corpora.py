@@ -25,6 +25,7 @@ import re
 import zipfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
 from minilib.data.brown import brown_texts
@@ -256,19 +257,7 @@ def pretraining_corpus(split: str = "train", sources: Iterable[str] = DEFAULT_SO
     check_split(split, SPLITS)
     docs = [d for name in dict.fromkeys(sources) for d in source_documents(name) if split_of(d.key) == split]
     docs.sort(key=lambda d: hash_unit(d.key))
-    if max_words is None:
-        return docs
-    out, total = [], 0
-    for d in docs:
-        if total >= max_words:
-            break
-        n = d.num_words
-        if total + n > max_words:
-            d = Document(d.source, d.doc_id, d.title, _first_words(d.text, max_words - total))
-            n = max_words - total
-        out.append(d)
-        total += n
-    return out
+    return take_words(docs, max_words)
 
 
 def _first_words(text: str, n: int) -> str:
@@ -287,3 +276,197 @@ def documents_fingerprint(docs) -> dict:
     for d in docs:
         h.update(f"{getattr(d, 'key', '')}\n{d.text}\n".encode())
     return {"documents": len(docs), "words": sum(len(d.text.split()) for d in docs), "sha256": h.hexdigest()}
+
+
+# ----------------------------------------------------------------------------- a user's own text
+
+DOCUMENT_UNITS = ("block", "file", "line")    # what one document is: a blank-line block, a whole file, a line
+TEXT_SUFFIXES = ("", ".txt", ".text", ".md", ".rst")   # the files a folder contributes
+MIN_DOCUMENTS_TO_SPLIT = 20   # fewer documents: the held-out text is each document's last words instead
+MIN_WORDS = 5_000             # less text than this cannot fill a held-out split and a training stream
+MIN_HELD_OUT_WORDS = 500      # the held-out split takes at least this much (a few batches of any model)
+
+
+BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),   # UTF-32's BOM starts like UTF-16's
+        (b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def decode_text(raw: bytes, name: str, encoding: str | None = None) -> str:
+    """`raw` (the bytes of the file `name`) as str: in `encoding` if given; else the byte-order mark decides
+    (UTF-8 with a BOM, as spreadsheets save "CSV UTF-8", or UTF-16/32, as some save "Unicode text"), the BOM
+    dropped; without one, NUL bytes in every other place mean UTF-16; anything else must be UTF-8. Bytes that
+    do not decode raise runtime.UsageError, one line naming the encoding they look like (cp1252 or latin-1)."""
+    import codecs
+
+    from minilib.runtime import UsageError
+
+    if encoding is None:
+        encoding = next((enc for bom, enc in BOMS if raw.startswith(bom)), None)
+    if encoding is None and len(raw) >= 2 and raw.count(b"\x00") * 3 >= len(raw):  # UTF-16 without a BOM
+        encoding = "utf-16-le" if raw[1::2].count(0) > raw[0::2].count(0) else "utf-16-be"
+    try:
+        codecs.lookup(encoding or "utf-8")
+    except LookupError:
+        raise UsageError(f"--encoding {encoding}: no such encoding; use e.g. utf-8, utf-16, cp1252 or latin-1") from None
+    try:
+        return raw.decode(encoding or "utf-8").lstrip("\ufeff")   # a BOM inside a named encoding, or written twice
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        guess = "latin-1"
+        try:
+            raw.decode("cp1252")
+            guess = "cp1252"
+        except UnicodeDecodeError:
+            pass
+        raise UsageError(f"{name} is not {encoding or 'UTF-8'} text (byte 0x{raw[exc.start]:02x} on line {line}): "
+                         f"re-save it as UTF-8 (a spreadsheet's \"CSV UTF-8\"), or read it as it is with "
+                         f"--encoding {guess}") from None
+
+
+@dataclass(frozen=True)
+class UserCorpus:
+    """A user's own text, read by `read_user_corpus`: its documents and what names it in a provenance."""
+
+    documents: list[Document]
+    inputs: list[str]          # the paths as given ('-' for standard input)
+    sha256: str                # over every input file's bytes, in reading order
+    bytes: int                 # their total size
+    unit: str                  # what one document is: DOCUMENT_UNITS
+    removed_sentences: int     # sentences cut because they match a labelled task's test item (the leak guard)
+
+    @property
+    def words(self) -> int:
+        return sum(d.num_words for d in self.documents)
+
+    @property
+    def name(self) -> str:
+        """A short name for file names: the first input's stem (or 'stdin') and the hash's first 8 digits."""
+        first = self.inputs[0]
+        stem = "stdin" if first == "-" else (Path(first).stem or Path(first).name or "corpus")
+        stem = re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-")[:40] or "corpus"
+        return f"{stem}-{self.sha256[:8]}"
+
+    def describe(self) -> dict:
+        """The corpus as a provenance names it: inputs, sha256, bytes, documents, words."""
+        return {"inputs": self.inputs, "sha256": self.sha256, "bytes": self.bytes, "documents": len(self.documents),
+                "words": self.words, "document_unit": self.unit, "removed_test_sentences": self.removed_sentences}
+
+
+def _input_files(path: str) -> list[Path]:
+    from minilib.runtime import UsageError
+
+    p = Path(path).expanduser()
+    if p.is_file():
+        return [p]
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES
+                       and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        if not files:
+            raise UsageError(f"{p} holds no text files ({', '.join(s or 'no suffix' for s in TEXT_SUFFIXES)}): "
+                             f"give files or a folder of .txt files")
+        return files
+    raise UsageError(f"no file or folder {p}: give text files, a folder of them, or - for standard input")
+
+
+def _units(text: str, unit: str) -> list[str]:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if unit == "file":
+        parts = [text]
+    elif unit == "line":
+        parts = text.split("\n")
+    else:
+        parts = re.split(r"\n[ \t]*\n", text)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def read_user_corpus(paths: Iterable[str], unit: str = "block", encoding: str | None = None, stdin=None,
+                     protect_test_items: bool = True) -> UserCorpus:
+    """A user's plain text as Documents (source 'user'): each of `paths` a text file, a folder (its text
+    files, sorted, hidden ones skipped) or '-' (standard input, `stdin` or sys.stdin's bytes). One document
+    per blank-line block, file or line (`unit`). Files are decoded as `decode_text` says. With
+    `protect_test_items` every sentence equal to an RT or TREC test item is cut, as from the built-in corpus
+    (docs/design.md §4). Bad input raises runtime.UsageError (one line)."""
+    import sys
+
+    from minilib.runtime import UsageError
+
+    if unit not in DOCUMENT_UNITS:
+        raise UsageError(f"document unit {unit!r}: use one of {', '.join(DOCUMENT_UNITS)}")
+    paths = list(paths)
+    if not paths:
+        raise UsageError("--corpus: give text files, a folder of them, or - for standard input")
+    h, size, rows = hashlib.sha256(), 0, []
+    for path in paths:
+        if path == "-":
+            sources = [("stdin", (stdin if stdin is not None else sys.stdin.buffer).read())]
+        else:
+            files = _input_files(path)
+            base = Path(path).expanduser()
+            sources = [(str(f.relative_to(base)) if base.is_dir() else f.name, f.read_bytes()) for f in files]
+        for name, raw in sources:
+            h.update(raw)
+            size += len(raw)
+            text = decode_text(raw, name if path == "-" else str(Path(path) / name if Path(path).is_dir() else path),
+                               encoding)
+            for i, part in enumerate(_units(text, unit)):
+                rows.append((name if unit == "file" else f"{name}#{i}", None, part))
+    removed = 0
+    if protect_test_items:
+        kept = _without_held_out_sentences(rows)
+        removed = sum(len(split_sentences(a)) - len(split_sentences(b)) for (_, _, a), (_, _, b) in zip(rows, kept))
+        rows = [r for r in kept if r[2]]
+    return UserCorpus([Document("user", doc_id, title, text) for doc_id, title, text in rows], paths,
+                      h.hexdigest(), size, unit, removed)
+
+
+def hold_out(docs: list[Document], fraction: float = 0.05, seed: int = 0) -> tuple[list[Document], list[Document]]:
+    """(train, held-out) carved from `docs` (MIN_WORDS at least, else UsageError), the held-out part `fraction` of the words (at least
+    MIN_HELD_OUT_WORDS): with MIN_DOCUMENTS_TO_SPLIT documents or more, whole documents in the order of a
+    seeded hash of their keys until it holds that many words (documents keep their order); with fewer (a book
+    or two), the last words of each document (cut at a word boundary), nanoGPT's way. Never overlapping."""
+    from minilib.runtime import UsageError
+
+    if not 0 < fraction < 1:
+        raise UsageError(f"--valid-fraction {fraction}: use a share between 0 and 1, e.g. 0.05")
+    total = sum(d.num_words for d in docs)
+    if total < MIN_WORDS:
+        raise UsageError(f"--corpus: {total:,} words of text; give at least {MIN_WORDS:,} "
+                         f"(a held-out split is carved from it)")
+    fraction = max(fraction, min(0.5, MIN_HELD_OUT_WORDS / max(total, 1)))
+    if len(docs) >= MIN_DOCUMENTS_TO_SPLIT:
+        held, words = set(), 0
+        for d in sorted(docs, key=lambda d: hash_unit(f"{seed}/{d.key}")):
+            if words >= fraction * total:
+                break
+            held.add(d.key)
+            words += d.num_words
+        return [d for d in docs if d.key not in held], [d for d in docs if d.key in held]
+    train, valid = [], []
+    for d in docs:
+        n = d.num_words
+        keep = n - max(1, round(n * fraction))
+        if keep < 1:
+            train.append(d)
+            continue
+        head = _first_words(d.text, keep)
+        train.append(Document(d.source, d.doc_id, d.title, head))
+        valid.append(Document(d.source, f"{d.doc_id}@held-out", d.title, d.text[len(head):].strip()))
+    return train, valid
+
+
+def take_words(docs: Iterable[Document], max_words: int | None) -> list[Document]:
+    """The prefix of `docs` holding `max_words` words (the last document cut at a word boundary); all if None."""
+    docs = list(docs)
+    if max_words is None:
+        return docs
+    out, total = [], 0
+    for d in docs:
+        if total >= max_words:
+            break
+        n = d.num_words
+        if total + n > max_words:
+            d = Document(d.source, d.doc_id, d.title, _first_words(d.text, max_words - total))
+            n = max_words - total
+        out.append(d)
+        total += n
+    return out

@@ -380,9 +380,11 @@ def default_out(profile: str, objective: str, shape: tuple[int, int] | None = No
     return provenance.REPO_ROOT / "checkpoints" / f"{name}-{profile}{suffix}.pt"
 
 
-def pretrain_bert_command(args: argparse.Namespace, command: str | None = None) -> int:
+def pretrain_bert_command(args: argparse.Namespace, command: str | None = None, corpus=None, tokenizer=None) -> int:
     """BERT (Devlin et al. 2018) on pretraining_corpus('train') in WordPiece, held-out loss on 'valid'.
-    `command`: the command line that repeats this run (pretrain.py's _command_line), for the provenance."""
+    `command`: the command line that repeats this run (pretrain.py's _command_line), for the provenance.
+    `corpus`: a user's text instead (pretrain.CorpusRun: train and held-out documents, out, checkpoint_dir,
+    meta); `tokenizer`: the WordPiece to read it with (default: the shipped one)."""
     from minilib import data
     from minilib.data.tokenizer import pretrained_tokenizer
 
@@ -399,15 +401,19 @@ def pretrain_bert_command(args: argparse.Namespace, command: str | None = None) 
     budget = getattr(args, "budget", None)
     if budget is not None:
         cfg = cfg.at_budget(budget)
-    out = args.out or default_out(prof, args.objective, shape, budget)
-    ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
+    if corpus is not None:
+        out, ckpt_dir, train_docs, valid_docs = corpus.out, corpus.checkpoint_dir, corpus.train, corpus.valid
+    else:
+        out = args.out or default_out(prof, args.objective, shape, budget)
+        ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
+        train_docs, valid_docs = data.pretraining_corpus("train", max_words=words), data.pretraining_corpus("valid")
     print(f"{cfg.steps:,} steps, {cfg.steps * cfg.batch_size * BERT_SIZES[prof]['block_size']:,} tokens "
           f"({cfg.schedule} schedule); resumable from {ckpt_dir}: run the same command again to continue")
-    m = pretrain_bert(cfg, data.pretraining_corpus("train", max_words=words), data.pretraining_corpus("valid"),
-                      out, pretrained_tokenizer("wordpiece", prof),
+    m = pretrain_bert(cfg, train_docs, valid_docs, out, tokenizer or pretrained_tokenizer("wordpiece", prof),
                       progress=False if args.progress == "off" else "console", checkpoint_dir=ckpt_dir,
                       resume=not args.no_resume, max_steps=args.max_steps,
-                      extra_meta=dict(command=command, profile=prof, threads=torch.get_num_threads()))
+                      extra_meta=dict(command=command, profile=prof, threads=torch.get_num_threads(),
+                                      **(corpus.meta if corpus is not None else {})))
     size_mb = Path(out).stat().st_size / 1e6
     nsp = f", NSP accuracy {m['valid_nsp_accuracy']:.3f}" if "valid_nsp_accuracy" in m else ""
     print(f"trained {m['train_tokens_seen']:,} tokens at {m['tokens_per_s']:,.0f} tokens/s "

@@ -11,7 +11,6 @@ label counts are sampled from train only, and nothing is ever selected on test.
 """
 from __future__ import annotations
 
-import codecs
 import csv
 import hashlib
 import io
@@ -182,41 +181,17 @@ class Task:
                    user=True, dropped={c: dropped[c] for c in classes})
 
 
-BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),   # UTF-32's BOM starts like UTF-16's
-        (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
-
-
 def read_text(path: str | Path, encoding: str | None = None) -> str:
-    """A text file's contents as str. `encoding` if given; else the byte-order mark decides (UTF-8 with a
-    BOM, as spreadsheets save "CSV UTF-8", or UTF-16/32, as some save "Unicode text"), the BOM dropped;
-    a file without one but with NUL bytes in every other place is UTF-16; anything else must be UTF-8.
-    Bytes that do not decode raise TaskError naming the encoding they look like (cp1252 or latin-1)."""
+    """A text file's contents as str, decoded as data.corpora.decode_text says (`encoding`, else its byte-order
+    mark: UTF-8 with a BOM, UTF-16/32; else UTF-8); bytes that do not decode raise TaskError naming the
+    encoding they look like."""
+    from minilib.data.corpora import decode_text
+
     path = Path(path)
-    raw = path.read_bytes()
-    if encoding is None:
-        encoding = next((enc for bom, enc in BOMS if raw.startswith(bom)), None)
-    if encoding is None and len(raw) >= 2 and raw.count(b"\x00") * 3 >= len(raw):  # UTF-16 without a BOM
-        encoding = "utf-16-le" if raw[1::2].count(0) > raw[0::2].count(0) else "utf-16-be"
     try:
-        codecs.lookup(encoding or "utf-8")
-    except LookupError:
-        raise TaskError(f"--encoding {encoding}: no such encoding; use e.g. utf-8, utf-16, cp1252 or latin-1") from None
-    try:
-        return raw.decode(encoding or "utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        guess = "cp1252" if _decodes(raw, "cp1252") else "latin-1"
-        raise TaskError(f"{path} is not {encoding or 'UTF-8'} text (byte 0x{raw[exc.start]:02x} on line {line}): "
-                        f"re-save it as UTF-8 (a spreadsheet's \"CSV UTF-8\"), or read it as it is with "
-                        f"--encoding {guess}") from None
-
-
-def _decodes(raw: bytes, encoding: str) -> bool:
-    try:
-        raw.decode(encoding)
-        return True
-    except UnicodeDecodeError:
-        return False
+        return decode_text(path.read_bytes(), str(path), encoding)
+    except UsageError as exc:
+        raise TaskError(str(exc)) from None
 
 
 def _read_table(path: str | Path, columns: Sequence[str], encoding: str | None = None) -> list[dict[str, str]]:
@@ -225,7 +200,7 @@ def _read_table(path: str | Path, columns: Sequence[str], encoding: str | None =
     path = Path(path)
     if not path.is_file():
         raise TaskError(f"no file {path}: give the path of a CSV or TSV file with a header row")
-    text = read_text(path, encoding).lstrip("\ufeff")  # a BOM written twice, or one inside a named encoding
+    text = read_text(path, encoding)
     if not text.strip():
         raise TaskError(f"{path} is empty: give a CSV or TSV file with a header row "
                         f"({', '.join(columns)}) and one row per example")
