@@ -460,16 +460,39 @@ def verdict(line: dict[str, Any]) -> str:
     return f"{line['claim']} on {line['task']}: {now}; {trend}"
 
 
+def gap(line: dict[str, Any]) -> str:
+    """How far the paper's point lies: '<paper> pretrained with ~X FLOPs, Y× our largest mark (source)'."""
+    s = line["series"]
+    if not s:
+        return f"{line['paper']}: ~{line['paper_flops']:.1e} FLOPs ({line['paper_source']}); no mark measured yet"
+    return (f"{line['paper']} pretrained with ~{line['paper_flops']:.1e} FLOPs, {line['paper_flops'] / s[-1]['flops']:,.0f}x "
+            f"our largest mark ({s[-1]['flops']:.1e}; {line['paper_source']})")
+
+
+def report(result: dict[str, Any] | None, claim: str) -> None:
+    """What a lesson prints for one claim: its verdict per task and the scale gap, or that the runs have not
+    reached a mark yet (and the command that makes them)."""
+    lines = [c for c in (result or {}).get("claims", []) if c["claim"] == claim]
+    if not lines:
+        runs = next(c for c in CLAIMS if c.name == claim).runs
+        print(f"{claim}: no budget mark measured yet; the long runs: "
+              + "; ".join(RUNS[r].command("laptop") for r in runs) + ", then `python -m minilib experiment compute-axis`")
+        return
+    for line in lines:
+        print(verdict(line))
+    print(gap(lines[-1]))
+
+
 def plot(result: dict[str, Any], claim: str | None = None, ax=None):
     """Each claim's effect (points of error, > 0 = the paper's direction) against pretraining compute (FLOPs,
     log scale), ± the summed seed spreads, the fitted trend dashed out to the paper's own compute (a grey
-    line, named). One line per task."""
+    line, named); the y axis spans the measurements, so an extrapolated line may leave it. One line per task."""
     import matplotlib.pyplot as plt
 
     lines = [c for c in result["claims"] if claim is None or c["claim"] == claim]
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
-    papers = {}
+    papers, span = {}, [0.0]
     for i, c in enumerate(lines):
         s = c["series"]
         if not s:
@@ -479,6 +502,7 @@ def plot(result: dict[str, Any], claim: str | None = None, ax=None):
         std = np.array([p["effect_std"] for p in s]) * 100
         ax.errorbar(flops, effect, yerr=std, marker="o", capsize=3, color=f"C{i}",
                     label=f"{c['claim']} on {c['task']}")
+        span += list(effect - std) + list(effect + std)
         if c["slope_per_decade"] is not None:
             per_x = flops[0] / s[0]["budget_x"]             # FLOPs at 1x
             xs = np.logspace(np.log10(flops.min()), np.log10(c["paper_flops"]), 50)
@@ -490,6 +514,8 @@ def plot(result: dict[str, Any], claim: str | None = None, ax=None):
         ax.annotate(name, (flops, 0.02), xycoords=("data", "axes fraction"), rotation=90, ha="right",
                     va="bottom", fontsize=8, color="0.3")
     ax.axhline(0, color="k", lw=0.8)
+    pad = 0.25 * (max(span) - min(span) or 1.0)
+    ax.set_ylim(min(span) - pad, max(span) + pad)     # the measured range: a trend line leaves it, the data never
     ax.set_xscale("log")
     ax.set_xlabel("pretraining compute, 6·N·D (FLOPs)")
     ax.set_ylabel(f"effect at {result['labels']} labels (error points)")
