@@ -297,9 +297,10 @@ def section_03(ctx) -> dict:
 
     cfg = ELMoConfig.for_profile(ctx.plan.profile)
     out = ctx.tmp / "elmo.pt"
-    full_words = train_words_total() if ctx.plan.profile == "full" else ctx.plan.words
-    ctx.meter.next("pretrain", data_scale=full_words / ctx.plan.words)
-    m = pretrain_elmo(cfg, data.pretraining_corpus("train", max_words=ctx.plan.words),
+    words = ctx.plan.words // 3 if not ctx.plan.dry else ctx.plan.words    # ELMoBatches spells every word: Python
+    full_words = train_words_total() if ctx.plan.profile == "full" else words
+    ctx.meter.next("pretrain", data_scale=full_words / words)
+    m = pretrain_elmo(cfg, data.pretraining_corpus("train", max_words=words),
                       data.pretraining_corpus("valid", max_words=ctx.plan.valid_words), out, progress=False)
     elmo_pos.FEATURE_CACHE = ctx.tmp / "elmo-pos"       # read at call time: keep the features out of .cache/
     ctx.meter.next("fine-tune", cap=ctx.plan.ft_steps)
@@ -703,6 +704,8 @@ def section_line(e: dict) -> str:
         rate = f"{f['tokens_per_s']:,} tok/s" if f.get("tokens_per_s") else (
             f"{f['words_per_s']:,} words/s" if f.get("words_per_s") else f"{f.get('steps_per_s')} steps/s")
         parts.append(f"{f['label']} {f.get('steps')} steps, loss {f.get('loss_first')} -> {f.get('loss_last')}, {rate}")
+    if not parts and e.get("summary"):
+        parts.append(", ".join(f"{k} {v:.3g}" for k, v in e["summary"].items()))
     return (f"ok ({e['seconds']} s, peak {e['peak_memory_mb']:,.0f} MB, full ≈ {e.get('full_minutes')} min): "
             + "; ".join(parts))
 
