@@ -293,6 +293,10 @@ def add_budget_argument(p: argparse.ArgumentParser) -> None:
                    help="train X times the profile's compute (the compute axis): X times the steps, LR held "
                         "then a 20%% cool-down, a snapshot every 1/8 of the profile's steps "
                         "(default out: <name>-<profile>-<X>x.pt)")
+    p.add_argument("--warm-start", type=Path, default=None, metavar="CKPT",
+                   help="where this run's training state is gone (another machine), start from the weights and step "
+                        "of CKPT (checkpoints/compute-axis/<name>-latest.pt, from `experiment compute-axis "
+                        "--keep-latest`) with a fresh optimizer")
 
 
 def budget_suffix(budget: float | None) -> str:
@@ -331,7 +335,8 @@ def pretrain_gpt_command(args: argparse.Namespace) -> int:
           f"({cfg.schedule} schedule); resumable from {ckpt_dir}: run the same command again to continue")
     m = pretrain_gpt(cfg, train_docs, valid_docs, out, tokenizer,
                      progress=False if args.progress == "off" else "console",
-                     checkpoint_dir=ckpt_dir, resume=not args.no_resume, max_steps=args.max_steps, extra_meta=extra)
+                     checkpoint_dir=ckpt_dir, resume=not args.no_resume, max_steps=args.max_steps, extra_meta=extra,
+                     warm_start_from=args.warm_start)
     size_mb = Path(out).stat().st_size / 1e6
     print(f"trained {m['train_tokens_seen']:,} tokens at {m['tokens_per_s']:,.0f} tokens/s ({torch.get_num_threads()} "
           f"threads) in {m['seconds']:,.0f} s")

@@ -413,7 +413,8 @@ def pretrain_bert_command(args: argparse.Namespace, command: str | None = None, 
                       progress=False if args.progress == "off" else "console", checkpoint_dir=ckpt_dir,
                       resume=not args.no_resume, max_steps=args.max_steps,
                       extra_meta=dict(command=command, profile=prof, threads=torch.get_num_threads(),
-                                      **(corpus.meta if corpus is not None else {})))
+                                      **(corpus.meta if corpus is not None else {})),
+                      warm_start_from=getattr(args, "warm_start", None))
     size_mb = Path(out).stat().st_size / 1e6
     nsp = f", NSP accuracy {m['valid_nsp_accuracy']:.3f}" if "valid_nsp_accuracy" in m else ""
     print(f"trained {m['train_tokens_seen']:,} tokens at {m['tokens_per_s']:,.0f} tokens/s "
