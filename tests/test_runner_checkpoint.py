@@ -69,3 +69,16 @@ def test_a_users_gpt_is_fine_tuned_keyed_by_its_sha256_and_cached_apart(capsys, 
     row = json.loads((folder / "reviews-gpt-n10-s0-smoke.json").read_text())
     assert row["checkpoint_sha256"] == file_sha256(mine) and row["pretrained"] == str(mine)
     assert not (tmp_path / "cache" / "results" / "gpt" / "reviews-gpt-n10-s0-smoke.json").exists()
+
+
+def test_a_missing_default_checkpoint_fails_before_anything_trains(capsys, reviews, monkeypatch):
+    if (CKPT / "awd-lstm-smoke.pt").exists():
+        pytest.skip("a smoke AWD-LSTM was made here")
+    calls = []
+    real = grid.METHODS["majority"]
+    monkeypatch.setitem(grid.METHODS, "majority", grid.Method(real.name, real.family,
+                                                              lambda *a, **k: calls.append(1) or real.train(*a, **k),
+                                                              real.settings, real.checkpoint, real.kinds, real.label))
+    fails_with(capsys, "awd-lstm-smoke.pt, which does not exist", "experiment", "sample-efficiency", "--task",
+               str(reviews), "--labels", "10", "--seeds", "1", "--methods", "majority,scratch")
+    assert calls == []

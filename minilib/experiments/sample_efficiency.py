@@ -501,6 +501,9 @@ def cli_run(args, name: str) -> int:
     for m in methods:
         grid.method(m)  # unknown names fail before anything trains
     folders = checkpoint_folders(methods, args.checkpoint, prof, args.recipe == "literal")
+    for m in methods:   # a missing checkpoint fails before anything trains, not after the methods before it
+        own = checkpoint_path if m in RECIPES else (args.checkpoint if grid.checkpoint_kind(grid.method(m)) else None)
+        grid._checkpoint(grid.method(m), prof, own)
     rows = []
     for n in labels:
         label_count(n, len(task.train), f" for {task.name}")
