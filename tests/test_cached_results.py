@@ -70,3 +70,20 @@ def test_chapter_03_grid_reads_back(arm, labels):
     assert all(r is not None for r in rows), "a shipped point no longer matches its cache key"
     (summary,) = ed.summarize(rows)
     assert summary["accuracy"] == pytest.approx(ELMO[arm, labels], abs=5e-4)
+
+
+@pytest.mark.parametrize("task", ["pos", "trec", "rt"])
+@pytest.mark.parametrize("control", ["gpt-scratch", "bert-scratch"])
+def test_every_from_scratch_control_learns_where_bag_of_words_does(task, control):
+    """A control that sits at the majority class makes 'pretraining helps' mean nothing: wherever bag-of-words
+    beats the majority class at 100 labels, each Transformer trained from random weights must too (3 seeds)."""
+    from minilib.experiments import grid
+
+    def mean(method):
+        rows = grid.cached_rows(task, [method], [100], [0, 1, 2], "laptop")
+        assert len(rows) == 3, f"{task} {method} at 100 labels: {len(rows)} of 3 seeds cached"
+        return grid.summarize(rows)[0]["error"]
+
+    majority = mean("majority")
+    assert mean("bow-lr") < majority
+    assert mean(control) < majority - 0.02, f"{control} on {task} does not beat the majority class"
