@@ -291,13 +291,18 @@ def _mean_std(rows: Sequence[dict]) -> tuple[float, float, int] | None:
 
 
 def _points(run: Run, budget: float, ckpt_sha: str | None, task, config: ComputeAxisConfig, profile: str,
-            results_dir, train: bool, checkpoint: Path | None = None) -> list[dict]:
-    """The mark's points on `task` (trained where missing when `train`; else the cached ones whose key
-    matches `ckpt_sha`)."""
+            results_dir, train: bool, checkpoint: Path | None = None, log=print) -> list[dict]:
+    """The mark's points on `task` (trained where missing when `train`, each logged; else the cached ones whose
+    key matches `ckpt_sha`)."""
     where = Path(results_dir or RESULTS_DIR) / run.name / budget_name(budget)
     if train:
-        return [grid.run_point(task, config.labels, run.method, s, checkpoint=checkpoint, results_dir=where)
-                for s in config.seeds]
+        rows = []
+        for s in config.seeds:
+            rows.append(grid.run_point(task, config.labels, run.method, s, checkpoint=checkpoint, results_dir=where))
+            if log:
+                log(f"{run.name} at {budget_name(budget)} on {task.name}, seed {s}: error {rows[-1]['error']:.3f} "
+                    f"({rows[-1]['seconds']:.0f} s)")
+        return rows
     rows = [grid.cached_point(task, config.labels, run.method, s, profile, results_dir=where,
                               checkpoint_sha256=ckpt_sha) for s in config.seeds]
     return [r for r in rows if r is not None]
@@ -329,6 +334,9 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
 
                 ckpt = build_checkpoint(mark, prof, cache_dir)
                 meta = json.loads(ckpt.with_suffix(".json").read_text())
+                if log:
+                    log(f"{name} at {budget_name(mark.budget)}: step {mark.step}, {mark.tokens:,} tokens, held-out "
+                        f"{meta['valid_nats_per_token']:.3f} nats/token")
                 checkpoints[(name, mark.budget)] = ckpt
                 mark_rows[(name, mark.budget)] = {
                     "run": name, "budget_x": mark.budget, "step": mark.step, "tokens": mark.tokens,
@@ -364,7 +372,7 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
                     if key not in mark_rows:
                         break
                     rows = _points(RUNS[side], x, mark_rows[key]["checkpoint_sha256"], task, config, prof,
-                                   results_dir, train, checkpoints.get(key))
+                                   results_dir, train, checkpoints.get(key), log)
                     if len(rows) == len(config.seeds):
                         sides[side] = _mean_std(rows)
                 comparison = next((c for c in claim.comparison if c in RUNS), None)
