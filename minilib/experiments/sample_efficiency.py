@@ -498,8 +498,10 @@ def cli_run(args, name: str) -> int:
     seeds = list(range(args.seeds)) if args.seeds else list(config.seeds)
     if args.seeds is not None and args.seeds < 1:
         raise UsageError(f"--seeds {args.seeds}: use 1 or more")
-    for m in methods:
-        grid.method(m)  # unknown names fail before anything trains
+    for m in methods:   # unknown names, and methods for another kind of task, fail before anything trains
+        if task.kind not in grid.method(m).kinds:
+            raise UsageError(f"method {m!r} handles {'/'.join(grid.method(m).kinds)} tasks, and {task.name} is a "
+                             f"{task.kind} task")
     folders = checkpoint_folders(methods, args.checkpoint, prof, args.recipe == "literal")
     for m in methods:   # a missing checkpoint fails before anything trains, not after the methods before it
         own = checkpoint_path if m in RECIPES else (args.checkpoint if grid.checkpoint_kind(grid.method(m)) else None)
