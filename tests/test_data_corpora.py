@@ -75,7 +75,7 @@ def test_pretraining_splits_are_disjoint_by_document(splits):
 
 def test_pretraining_corpus_size_and_mix(splits):
     words = {s: sum(d.num_words for d in docs) for s, docs in splits.items()}
-    assert 6_000_000 < sum(words.values()) < 8_000_000             # DESIGN §4: ~7-8M words
+    assert 6_000_000 < sum(words.values()) < 8_000_000             # docs/design.md §1: ~7M words
     assert 0.85 < words["train"] / sum(words.values()) < 0.95
     assert {d.source for d in splits["valid"]} == set(data.DEFAULT_SOURCES)
     assert all(d.text.strip() and d.doc_id for docs in splits.values() for d in docs)

@@ -173,7 +173,7 @@ def test_config_profiles_and_checkpoint_budget():
     assert smoke.cells < laptop.cells <= full.cells and smoke.max_chars == 50 and laptop.char_dim == 16
     assert [w for w, _ in full.filters] == list(range(1, 8)) and full.n_highway == 2   # paper's widths 1..7
     assert ELMoConfig.for_profile("smoke", proj=12).proj == 12
-    assert BiLM(laptop).num_params() * 2 < 15e6                             # half precision ≤ 15 MB (DESIGN §6)
+    assert BiLM(laptop).num_params() * 2 < 15e6                             # half precision ≤ 15 MB (docs/design.md §5)
     with pytest.raises(ValueError):
         ELMoConfig(filters=((60, 4),))
 

@@ -1,8 +1,8 @@
 """fit inside a real Jupyter kernel: fastprogress bars, live plot, and the Stop button (KeyboardInterrupt)."""
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+import nbclient   # with nbval and jupyterlab (pyproject [dev]): missing is a failure, not a skip
+import nbformat
 
 CODE = '''
 import torch, torch.nn.functional as F

@@ -344,7 +344,6 @@ def test_loss_falls_and_topics_separate(config, engine):
 
 
 def test_learner_engine_trains_the_same_model():
-    pytest.importorskip("minilib.train")
     cfg = Word2VecConfig(dim=16, window=3, min_count=1, sample=0, epochs=3, batch_size=256)
     result = train_word2vec(topic_corpus(), None, cfg, device="cpu", progress=False, engine="learner")
     losses = [row["train_loss"] for row in result.history.epochs]

@@ -17,7 +17,7 @@ tok/s count every input position (padding included: both read it) over each mode
 time; speed_ratio is the median over the interleaved pairs of (hf step time / minilib step time);
 loss_* are the last step's training losses (same weights, data, optimizer: they agree within 1 %).
 
-Defaults: the bench gpt size (4 layers, width 128, 4 heads, context 128, batch 32), DESIGN's BERT
+Defaults: the bench gpt size (4 layers, width 128, 4 heads, context 128, batch 32), the design's BERT
 size class on a 2-core CPU. Where minilib's speed comes from: its MLM head runs on the masked ~15 %
 of positions (HF's computes (B·T, V) logits and then ignores 85 % of them in the loss), the fused
 Q/K/V projection (one GEMM instead of three) and fewer layers of Python per step.

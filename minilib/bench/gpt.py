@@ -29,7 +29,7 @@ through the same GEMM path: fp32 2048³ on CPU; bf16 8192³ on CUDA, where both 
 bf16 autocast with flash SDPA and fused AdamW.
 
 Defaults: 4 layers, width 128, 4 heads, context 128, vocabulary 8,192 — the GPT size the lessons
-train on a 2-core CPU (DESIGN.md §3: GPT L4 d128 ctx128) — and batch 32 (4,096 tokens a step, a
+train on a 2-core CPU (GPT L4 d128 ctx128) — and batch 32 (4,096 tokens a step, a
 usual small-LM batch). The ratio depends on the size: the more of a step the GEMMs take (wider
 models), the less there is left to gain, since both models run the same GEMMs. Where minilib's speed
 comes from on a CPU (same GEMMs, same attention kernel, so the rest decides): the LM head and

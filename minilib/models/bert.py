@@ -155,7 +155,7 @@ class BERT(nn.Module):
         original token at the masked positions; ltr: the next token). nsp_labels: (B,) 0 IsNext, 1 NotNext.
 
         With labels, the head runs only at the labelled rows: ~15 % of the positions for the masked LM,
-        so the (B·T, V) logits are never made (measured ~1.8× faster per step, DESIGN §3)."""
+        so the (B·T, V) logits are never made (measured ~1.8× faster per step)."""
         h = self.hidden(idx, segments, attention_mask)                               # (B, T, C)
         has_nsp = self.cfg.objective == "mlm+nsp"
         nsp_logits = self.nsp_logits(h) if has_nsp else None
