@@ -126,7 +126,7 @@ PAPER_MARKS = {
     "gpt_vs_scratch": PaperMark("GPT-1 (estimate)", 12, 768, 100 * 984e6,
                                 "Radford et al. 2018 §4.1; Zhu et al. 2015 Table 1"),
     # §3 (L 12, H 768) and §A.2: 1,000,000 steps of 128,000 tokens
-    "mlm_vs_ltr": PaperMark("BERT-base", 12, 768, 1_000_000 * 128_000, "Devlin et al. 2018, §3 and §A.2"),
+    "mlm_vs_ltr": PaperMark("BERT-base", 12, 768, 1_000_000 * 128_000, "Devlin et al. 2019, §3 and §A.2"),
     "pretrained_vs_static": PaperMark("GPT-1 (estimate)", 12, 768, 100 * 984e6,
                                       "Radford et al. 2018 §4.1; Zhu et al. 2015 Table 1"),
 }
