@@ -314,8 +314,8 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
     """Every mark the long runs have reached: build its checkpoint, fine-tune its points (cached point by point:
     an interrupted run resumes), and each claim's effect per task along the marks. Writes the summary to
     results/compute-axis-<profile>.json (`out`) only when its content changed (reading never rewrites it).
-    With train=False nothing is built or trained: marks already in the summary are read back by their
-    recorded checkpoint sha256."""
+    With train=False nothing is built or trained: the marks whose checkpoints are built, and those already in
+    the summary (read back by their recorded checkpoint sha256)."""
     prof = profile or runtime.profile()
     if train and prof != runtime.profile():
         raise UsageError(f"compute-axis points train under the current profile ({runtime.profile()}): "
@@ -329,10 +329,11 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
     checkpoints: dict[tuple[str, float], Path] = {}
     for name in dict.fromkeys(r for c in claims for r in c.runs):
         for mark in marks(RUNS[name], prof, config.budgets, snapshots_root):
-            if train:
+            built = Path(cache_dir or CACHE_DIR) / f"{RUNS[name].stem(prof)}-{budget_name(mark.budget)}.pt"
+            if train or built.is_file():      # without train: a mark whose checkpoint is built (nothing is built)
                 from minilib.models.pretrained import file_sha256
 
-                ckpt = build_checkpoint(mark, prof, cache_dir)
+                ckpt = build_checkpoint(mark, prof, cache_dir) if train else built
                 meta = json.loads(ckpt.with_suffix(".json").read_text())
                 if log:
                     log(f"{name} at {budget_name(mark.budget)}: step {mark.step}, {mark.tokens:,} tokens, held-out "
