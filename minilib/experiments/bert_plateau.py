@@ -45,14 +45,9 @@ def result_path(profile: str, shape: tuple[int, int] | None = None) -> Path:
 def snapshot_bert(path: str | Path, cfg):
     """A BERT with the snapshot's weights (fp16 on disk, the tied decoder stored once), float32, eval mode."""
     from minilib.models.bert import BERT
-    from minilib.models.pretrained import KINDS
+    from minilib.models.pretrained import load_half_state
 
-    state = {k: v.float() for k, v in torch.load(path, map_location="cpu", weights_only=True).items()}
-    for weight, source in KINDS["bert"].tied.items():
-        state.setdefault(weight, state[source])
-    model = BERT(cfg)
-    model.load_state_dict(state)
-    return model.eval()
+    return load_half_state(BERT(cfg), path).eval()
 
 
 def split_curve(objective: str, profile: str, snapshot_dir: str | Path | None = None, log=print,

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-import torch
 
 from minilib import provenance, runtime, tasks
 from minilib.experiments import grid
@@ -114,12 +113,9 @@ def snapshots(checkpoint: str | Path, snapshot_dir: str | Path | None = None,
 def snapshot_model(path: str | Path, cfg):
     """A GPT with the snapshot's weights (fp16 on disk, the tied head stored once), float32, eval mode."""
     from minilib.models.gpt import GPT
+    from minilib.models.pretrained import load_half_state
 
-    state = {k: v.float() for k, v in torch.load(path, map_location="cpu", weights_only=True).items()}
-    state.setdefault("head.weight", state["tok_emb.weight"])
-    model = GPT(cfg)
-    model.load_state_dict(state)
-    return model.eval()
+    return load_half_state(GPT(cfg), path).eval()
 
 
 def build_checkpoint(snap: Snapshot, checkpoint: str | Path, cache_dir: str | Path | None = None, pre=None) -> Path:

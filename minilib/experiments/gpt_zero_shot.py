@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from minilib import provenance, runtime, tasks
 
@@ -68,13 +67,10 @@ def zero_shot(model, tok, task: tasks.Task, prompt: str, max_test: int | None = 
 def snapshot_models(final, meta: dict, snapshot_dir: Path):
     """(step, GPT) for every snapshot kept during pretraining, then the final checkpoint's model."""
     from minilib.models.gpt import GPT
+    from minilib.models.pretrained import load_half_state
 
     for path in sorted(Path(snapshot_dir).glob("step-*.pt")):
-        state = {k: v.float() for k, v in torch.load(path, map_location="cpu", weights_only=True).items()}
-        state.setdefault("head.weight", state["tok_emb.weight"])      # tied: stored once
-        model = GPT(final.cfg)
-        model.load_state_dict(state)
-        yield int(path.stem.split("-")[1]), model.eval()
+        yield int(path.stem.split("-")[1]), load_half_state(GPT(final.cfg), path).eval()
     yield meta["metrics"]["steps"], final
 
 
