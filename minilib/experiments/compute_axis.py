@@ -448,15 +448,22 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
+MIN_TREND = 3    # budgets before a verdict speaks of a trend: a line through 2 points always fits
+
+
 def verdict(line: dict[str, Any]) -> str:
     """One sentence on a claim's trend, computed from its series: the gap per decade and where the fitted line
     would cross 0, or that there is no trend toward the paper's direction."""
     s = line["series"]
-    if len(s) < 2:
-        return f"{line['claim']} on {line['task']}: {len(s)} budget(s) measured so far, no trend yet"
+    if not s:
+        return f"{line['claim']} on {line['task']}: no budget measured yet"
     last, slope = s[-1], line["slope_per_decade"]
     now = (f"at {last['budget_x']:g}x the laptop compute the effect is {last['effect'] * 100:+.1f} points "
            f"(± {last['effect_std'] * 100:.1f})")
+    if len(s) < MIN_TREND:
+        effects = " → ".join(f"{p['effect'] * 100:+.1f}" for p in s)
+        return (f"{line['claim']} on {line['task']}: {now}; {len(s)} budget(s) so far ({effects} points), "
+                f"too few for a trend ({MIN_TREND} needed)")
     if last["effect"] > last["effect_std"]:
         trend = "the paper's direction already holds"
     elif slope <= 0:
@@ -489,7 +496,7 @@ def report(result: dict[str, Any] | None, claim: str) -> None:
         return
     for line in lines:
         print(verdict(line))
-    print(gap(lines[-1]))
+    print(gap(max(lines, key=lambda c: c["series"][-1]["flops"] if c["series"] else 0)))   # the claim's farthest mark
 
 
 def plot(result: dict[str, Any], claim: str | None = None, ax=None):
