@@ -226,8 +226,6 @@ def run_point(task, n_labels, method_name: str, seed: int, *, force: bool = Fals
     if task.kind not in m.kinds:
         raise UsageError(f"method {m.name!r} handles {'/'.join(m.kinds)} tasks, and {task.name} is a {task.kind} task")
     n = label_count(n_labels, len(task.train), f" for {task.name}")
-    if checkpoint is not None and checkpoint_kind(m):
-        check_checkpoint(m, checkpoint)   # another kind's checkpoint: one line, before anything trains
     if not force:
         cached = cached_point(task, n_labels, m.name, seed, checkpoint=checkpoint, settings=settings,
                               results_dir=results_dir)
