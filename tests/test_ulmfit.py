@@ -453,7 +453,7 @@ def test_experiment_cli_prints_the_summary_line(tiny_pretrained, tmp_path, capsy
     assert "label count 0 for rt" in capsys.readouterr().err
     assert main(["experiment", "sample-efficiency", "--labels", "20", "--methods", "scratch",
                  "--checkpoint", str(tmp_path / "missing.pt")]) == 2
-    assert "does not exist: make it with `python -m minilib pretrain`" in capsys.readouterr().err
+    assert "make one with `python -m minilib pretrain awd-lstm`" in capsys.readouterr().err
 
 
 @pytest.mark.data
