@@ -36,6 +36,16 @@ def git_commit(root: Path = REPO_ROOT) -> str:
         return "unknown"
 
 
+def shown_path(path: str | os.PathLike) -> str:
+    """A path as a result records it: relative to the repository when inside it (results stay valid on another
+    machine or worktree), else as given."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def stamp(*, seed: int | None = None, **extra: Any) -> dict[str, Any]:
     """Where a result came from: profile, device, commit, seed, versions, time, command."""
     import torch  # here, not at the top: minilib.data's fetching imports this module and needs no torch

@@ -108,11 +108,9 @@ def train_bert_classifier(task: tasks.Task, idx, seed: int, settings: dict, chec
     from minilib.models.pretrained import load_pretrained
     from minilib.recipes.bert import fine_tune_bert
 
-    settings = dict(settings)
-    if "tapt" in settings:                       # bert-tapt: the in-domain stage first (experiments/tapt.py)
-        from minilib.experiments.tapt import adapted_checkpoint
+    from minilib.experiments.tapt import apply_stage
 
-        checkpoint = adapted_checkpoint(task, checkpoint, settings.pop("tapt"))
+    checkpoint, settings = apply_stage(task, checkpoint, settings)   # bert-tapt: the in-domain stage first
     config = BERTFineTuneConfig(**settings)
     pre = load_pretrained(checkpoint, "bert")
     tok = pre.vocab
@@ -130,10 +128,10 @@ def train_bert_classifier(task: tasks.Task, idx, seed: int, settings: dict, chec
 
 def method_settings(method: str, profile: str) -> dict[str, Any]:
     """What defines the method in the grid's key: its fine-tuning config, and for bert-tapt the in-domain stage's."""
-    from minilib.experiments.tapt import SETTINGS
+    from minilib.experiments.tapt import with_stage
 
     settings = asdict(method_config(method, profile))
-    return {**settings, "tapt": runtime.pick(SETTINGS, profile)} if method in TAPT_METHODS else settings
+    return with_stage(settings, profile) if method in TAPT_METHODS else settings
 
 
 for _name in METHODS:

@@ -156,6 +156,11 @@ class Mark:
     snapshot: Path
 
 
+def built_path(run: Run, budget: float, profile: str, cache_dir: str | Path | None = None) -> Path:
+    """Where build_checkpoint writes a mark: .cache/compute-axis/<stem>-<x>x.pt."""
+    return Path(cache_dir or CACHE_DIR) / f"{run.stem(profile)}-{budget_name(budget)}.pt"
+
+
 def budget_name(x: float) -> str:
     """1/8 -> '0.125x', 4 -> '4x' (folder and file names)."""
     return f"{x:g}x"
@@ -165,7 +170,7 @@ def marks(run: Run, profile: str, budgets: Sequence[float] = BUDGETS,
           snapshots_root: str | Path | None = None) -> list[Mark]:
     """The budget marks whose snapshot the long run has written so far (the others are still to come)."""
     laptop = run.config(profile)
-    every = run.config(profile).at_budget(RUN_BUDGET).eval_every
+    every = laptop.at_budget(RUN_BUDGET).eval_every
     block = _block_size(run, profile)
     folder = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
     out = []
@@ -227,7 +232,7 @@ def build_checkpoint(mark: Mark, profile: str, cache_dir: str | Path | None = No
     from minilib.models.pretrained import file_sha256, load_half_state, save_pretrained, sidecar
 
     run = RUNS[mark.run]
-    out = Path(cache_dir or CACHE_DIR) / f"{run.stem(profile)}-{budget_name(mark.budget)}.pt"
+    out = built_path(run, mark.budget, profile, cache_dir)
     made_of = {"snapshot": mark.snapshot.name, "snapshot_sha256": file_sha256(mark.snapshot)}
     if out.is_file() and sidecar(out).is_file():
         meta = json.loads(sidecar(out).read_text())
@@ -329,7 +334,7 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
     checkpoints: dict[tuple[str, float], Path] = {}
     for name in dict.fromkeys(r for c in claims for r in c.runs):
         for mark in marks(RUNS[name], prof, config.budgets, snapshots_root):
-            built = Path(cache_dir or CACHE_DIR) / f"{RUNS[name].stem(prof)}-{budget_name(mark.budget)}.pt"
+            built = built_path(RUNS[name], mark.budget, prof, cache_dir)
             if train or built.is_file():      # without train: a mark whose checkpoint is built (nothing is built)
                 from minilib.models.pretrained import file_sha256
 
@@ -556,7 +561,7 @@ def plan(profile: str | None = None, config: ComputeAxisConfig | None = None, re
         run_ = RUNS[name]
         task_names = dict.fromkeys(t for c in claims if name in c.runs for t in c.tasks)
         for mark in marks(run_, prof, config.budgets, snapshots_root):
-            built = Path(cache_dir or CACHE_DIR) / f"{run_.stem(prof)}-{budget_name(mark.budget)}.pt"
+            built = built_path(run_, mark.budget, prof, cache_dir)
             for t in task_names:
                 task = tasks.get(t)
                 for seed in config.seeds:

@@ -114,11 +114,9 @@ def train_gpt_classifier(task: tasks.Task, idx, seed: int, settings: dict, check
     from minilib.models.pretrained import load_pretrained
     from minilib.recipes.gpt import fine_tune_gpt
 
-    settings = dict(settings)
-    if "tapt" in settings:                       # gpt-tapt: the in-domain stage first (experiments/tapt.py)
-        from minilib.experiments.tapt import adapted_checkpoint
+    from minilib.experiments.tapt import apply_stage
 
-        checkpoint = adapted_checkpoint(task, checkpoint, settings.pop("tapt"))
+    checkpoint, settings = apply_stage(task, checkpoint, settings)   # gpt-tapt: the in-domain stage first
     config = GPTFineTuneConfig(**settings)
     pre = load_pretrained(checkpoint, "gpt")
     runtime.seed_everything(seed)
@@ -175,10 +173,10 @@ def fine_tune_point(task: tasks.Task, idx, seed: int, config, model, tok, word_p
 
 def method_settings(method: str, profile: str) -> dict[str, Any]:
     """What defines the method in the grid's key: its fine-tuning config, and for gpt-tapt the in-domain stage's."""
-    from minilib.experiments.tapt import SETTINGS
+    from minilib.experiments.tapt import with_stage
 
     settings = asdict(method_config(method, profile))
-    return {**settings, "tapt": runtime.pick(SETTINGS, profile)} if method in TAPT_METHODS else settings
+    return with_stage(settings, profile) if method in TAPT_METHODS else settings
 
 
 for _name in METHODS:

@@ -243,7 +243,7 @@ def run_point(task, n_labels, method_name: str, seed: int, *, force: bool = Fals
     row = {"task": task.name, "n_labels": n, "labels": n_labels, "method": m.name, "seed": seed,
            **result, "error": 1 - result["accuracy"], "seconds": round(time.perf_counter() - t0, 2),
            "train_indices_sha256": hashlib.sha256(np.asarray(idx, dtype=np.int64).tobytes()).hexdigest(),
-           **key, "checkpoint": str(ckpt) if ckpt else None,
+           **key, "checkpoint": provenance.shown_path(ckpt) if ckpt else None,
            "provenance": provenance.stamp(seed=seed, threads=torch.get_num_threads())}
     row = json.loads(json.dumps(row))  # as it will read back from the cache (tuples -> lists)
     provenance.write_json(point_path(m, task, n_labels, seed, prof, results_dir), row)

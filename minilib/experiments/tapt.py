@@ -51,3 +51,17 @@ def adapted_checkpoint(task: tasks.Task, checkpoint: str | Path, settings: dict)
     adapt_lm(pre.model, task_text(task), pre.vocab, settings["steps"], settings["lr"])
     save_pretrained(out, pre.model, pre.vocab, {**made_of, "from_checkpoint": Path(checkpoint).name})
     return out
+
+
+def with_stage(settings: dict, profile: str) -> dict:
+    """A method's grid settings with the in-domain stage's added (they join the key: gpt-tapt, bert-tapt)."""
+    return {**settings, "tapt": runtime.pick(SETTINGS, profile)}
+
+
+def apply_stage(task: tasks.Task, checkpoint, settings: dict) -> tuple[Path, dict]:
+    """(the checkpoint a point fine-tunes, its fine-tuning settings): the adapted checkpoint and the settings without
+    the stage's where `settings` carry one, else both as given."""
+    if "tapt" not in settings:
+        return checkpoint, settings
+    settings = dict(settings)
+    return adapted_checkpoint(task, checkpoint, settings.pop("tapt")), settings
