@@ -3,15 +3,21 @@
 A number in a lesson must be traceable to the code, data and machine that
 produced it (docs/design.md §5–6), so every results JSON and checkpoint carries
 `stamp(...)`: profile, device, commit, seed, versions and time.
+
+The other direction too: a lesson records every results/ and checkpoints/ file it read, with its sha256, the
+profile it ran at and the quantities it noted (`record_reads`, `note`, `show_reads`), so tools/check_results.py
+can tell when its saved outputs were made from other data.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +93,148 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     """Atomically write pretty JSON."""
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode())
+
+
+# ----------------------------------------------------------------------------- what a lesson read
+
+# A lesson's saved outputs are only as fresh as the results/ and checkpoints/ files they were made from. While a
+# lesson runs, an audit hook records each such file it opens for reading with its sha256 as it was then; the
+# lesson's last cell (`show_reads`) saves the record in its output's metadata, and tools/check_results.py compares
+# it with the files in the repository now (`make check-results`).
+RECORD_KEY = "minilib/reads"                    # the output metadata key the record is saved under
+READ_FOLDERS = ("results", "checkpoints")        # what a lesson's numbers are read from (docs/design.md §5–6)
+_WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+class ReadLog:
+    """The files under `root`'s results/ and checkpoints/ opened for reading: {repo-relative path: sha256 at the
+    first read}, the paths whose bytes differed at a later read, and the named quantities a lesson noted."""
+
+    def __init__(self, root: Path = REPO_ROOT):
+        self.root = Path(root).resolve()
+        self.folders = tuple(str(self.root / f) + os.sep for f in READ_FOLDERS)
+        self.digests: dict[str, str] = {}
+        self.changed: set[str] = set()           # read twice with different bytes: the earlier outputs are older
+        self.quantities: dict[str, Any] = {}
+        self._seen: dict[str, tuple] = {}       # path -> (size, mtime_ns, inode) at its last hash
+        self._lock = threading.Lock()
+
+    def opened(self, path: Any, flags: Any) -> None:
+        """Record `path` if it is a file under one of the folders opened without writing (an "open" audit event)."""
+        if isinstance(path, int) or not isinstance(flags, int) or flags & _WRITING:
+            return
+        path = os.path.abspath(os.fsdecode(path))
+        if not any(f in path for f in READ_FOLDERS):       # the cheap test first: every import opens files
+            return
+        path = os.path.realpath(path)
+        if not path.startswith(self.folders) or not os.path.isfile(path):
+            return
+        st = os.stat(path)
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        rel = Path(path).relative_to(self.root).as_posix()
+        with self._lock:
+            if self._seen.get(rel) == key:
+                return
+            self._seen[rel] = key
+            digest = sha256_file(path)
+            if self.digests.setdefault(rel, digest) != digest:
+                self.changed.add(rel)
+
+    def record(self) -> dict[str, Any]:
+        """What a saved lesson carries: profile, commit, time, reads, changed paths and quantities."""
+        from minilib import runtime
+
+        try:
+            profile = runtime.profile()
+        except runtime.ProfileError:            # a bad $MINILIB_PROFILE is recorded as it is, never an error here
+            profile = os.environ.get("MINILIB_PROFILE")
+        return {"profile": profile, "commit": git_commit(self.root),
+                "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                "reads": dict(sorted(self.digests.items())), "changed": sorted(self.changed),
+                "quantities": dict(self.quantities)}
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """The sha256 of a file's bytes, in hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+_log: ReadLog | None = None
+_hooked = False
+_inside = threading.local()                     # the hook's own reads (hashing) must not re-enter it
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event != "open" or _log is None or getattr(_inside, "busy", False):
+        return
+    _inside.busy = True
+    try:
+        _log.opened(args[0], args[2])
+    except Exception:                            # a failing hook would fail the lesson's own open(): never
+        pass
+    finally:
+        _inside.busy = False
+
+
+def record_reads(root: str | os.PathLike = REPO_ROOT) -> ReadLog:
+    """Start a fresh record of the results/ and checkpoints/ files under `root` this process reads; returns it.
+
+    The audit hook is installed once per process (Python cannot remove one); a new call replaces the record.
+    Importing this module in an IPython kernel calls it, so a lesson records from its first cell."""
+    global _log, _hooked
+    _log = ReadLog(root)
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+    return _log
+
+
+def stop_recording() -> None:
+    """Stop recording (the hook stays, doing nothing)."""
+    global _log
+    _log = None
+
+
+def note(name: str, value: Any) -> Any:
+    """Record a number the lesson prints under `name` (e.g. "gpt.N"), so tools/check_results.py can compare it with
+    the same name in other lessons; returns `value`. A numpy or torch scalar is stored as its Python number."""
+    number = value.item() if hasattr(value, "item") else value
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        raise TypeError(f"provenance.note({name!r}, ...): {value!r} is not a number")
+    if _log is not None:
+        _log.quantities[name] = number
+    return value
+
+
+def show_reads() -> None:
+    """Display one line on what this lesson read and at which profile, with the full record (every file's sha256,
+    the profile, the noted quantities) in the output's metadata, where the saved notebook keeps it."""
+    from IPython.display import display
+
+    log = _log or ReadLog()                     # not recording: an honest empty record, never an error
+    record = log.record()
+    count = {f: sum(p.startswith(f + "/") for p in record["reads"]) for f in READ_FOLDERS}
+    noted = len(record["quantities"])
+    line = (f"this lesson read {_count(count['results'], 'results file')} and {_count(count['checkpoints'], 'checkpoint file')} "
+            f"at profile {record['profile']}" + (f"; {_count(noted, 'quantity', 'quantities')} noted" if noted else "")
+            + ("" if _log else " (nothing was recorded: minilib.provenance was not imported in a notebook)"))
+    if record["changed"]:
+        line += f"; changed while it ran: {', '.join(record['changed'])}"
+    display({"text/plain": line}, raw=True, metadata={RECORD_KEY: record})
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _in_ipython() -> bool:
+    shell = sys.modules.get("IPython")
+    return bool(shell and getattr(shell, "get_ipython", lambda: None)())
+
+
+if _in_ipython():
+    record_reads()

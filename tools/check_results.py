@@ -1,0 +1,131 @@
+"""`make check-results`: are the lessons' saved outputs made from the results and checkpoints in the repository now?
+
+    python tools/check_results.py               # every lessons/[0-9]*.ipynb of this checkout
+    python tools/check_results.py --root DIR    # another checkout (or a test's copy of one)
+
+Each executed lesson carries, in the metadata of its last cell's output, the record minilib.provenance.show_reads
+saved: the sha256 of every results/ and checkpoints/ file it read (at read time), the profile it ran at and the
+quantities it noted (`provenance.note`). This check reads those records, hashes each file now, and reports
+
+    stale     a lesson with no record, one executed at a profile other than laptop, or one that read a file
+              that has changed or is gone since (the lesson and the file named): re-execute it;
+    mismatch  one named quantity (a model's N, a compute figure, a league cell) with different values in
+              different lessons (each lesson and its value named).
+
+The last line is always `check-results: lessons=<n> stale=<k> mismatches=<m>`; the exit status is 1 when k + m > 0.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+
+from minilib.provenance import RECORD_KEY, REPO_ROOT
+
+PROFILE = "laptop"          # the profile the committed outputs must come from (docs/design.md §3)
+SHOWN_FILES = 5             # changed files named per lesson; the rest counted
+
+
+def lesson_record(notebook: Path) -> dict | None:
+    """The last provenance record in a notebook's saved outputs, or None when it has none."""
+    found = None
+    for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []):
+        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            record = (out.get("metadata") or {}).get(RECORD_KEY)
+            if isinstance(record, dict):
+                found = record
+    return found
+
+
+def sha256_now(path: Path, cache: dict[Path, str | None]) -> str | None:
+    """A file's sha256 now (None when it is gone), each file hashed once per run."""
+    if path not in cache:
+        if path.is_file():
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            cache[path] = h.hexdigest()
+        else:
+            cache[path] = None
+    return cache[path]
+
+
+def stale_reasons(record: dict | None, root: Path, cache: dict[Path, str | None]) -> list[str]:
+    """Why a lesson's saved outputs may not come from the repository's files now; [] when they do."""
+    if record is None:
+        return ["no record of what it read (its last cell, provenance.show_reads(), has not run at laptop)"]
+    reasons = []
+    if record.get("profile") != PROFILE:
+        reasons.append(f"executed at profile {record.get('profile')}, not {PROFILE}")
+    for path in record.get("changed", []):
+        reasons.append(f"{path} changed while it ran")
+    moved = []
+    for path, digest in sorted(record.get("reads", {}).items()):
+        now = sha256_now(root / path, cache)
+        if now != digest:
+            moved.append(f"{path} {'is gone' if now is None else 'changed since it was read'}")
+    reasons += moved[:SHOWN_FILES]
+    if len(moved) > SHOWN_FILES:
+        reasons.append(f"... and {len(moved) - SHOWN_FILES} more files changed or gone")
+    return reasons
+
+
+def same(a, b) -> bool:
+    """Two noted values agree: numbers to 1e-9 relative (one mean summed in another order), anything else equal."""
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) if numbers else a == b
+
+
+def mismatches(records: dict[str, dict | None]) -> list[str]:
+    """One line per quantity whose value differs between lessons, naming each lesson and its value."""
+    by_name: dict[str, list[tuple[str, object]]] = {}
+    for lesson, record in records.items():
+        for name, value in ((record or {}).get("quantities") or {}).items():
+            by_name.setdefault(name, []).append((lesson, value))
+    lines = []
+    for name, values in sorted(by_name.items()):
+        if any(not same(values[0][1], v) for _, v in values[1:]):
+            lines.append(f"mismatch {name}: " + "; ".join(f"{lesson} {value!r}" for lesson, value in values))
+    return lines
+
+
+def check(root: Path) -> tuple[list[str], int, int, int]:
+    """(report lines, lessons, stale lessons, mismatched quantities) for the lessons under `root`."""
+    notebooks = sorted((root / "lessons").glob("[0-9]*.ipynb"))
+    cache: dict[Path, str | None] = {}
+    records, lines, stale = {}, [], 0
+    for nb in notebooks:
+        try:
+            records[nb.stem] = lesson_record(nb)
+        except (OSError, ValueError) as e:          # unreadable JSON: say so, count it stale
+            records[nb.stem] = None
+            lines.append(f"stale {nb.stem}: cannot read the notebook ({e})")
+            stale += 1
+            continue
+        reasons = stale_reasons(records[nb.stem], root, cache)
+        stale += bool(reasons)
+        lines += [f"stale {nb.stem}: {r}" for r in reasons]
+    bad = mismatches(records)
+    return lines + bad, len(notebooks), stale, len(bad)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=REPO_ROOT, help="the checkout to check (default: this one)")
+    args = parser.parse_args(argv)
+    if not (args.root / "lessons").is_dir():
+        print(f"check-results: {args.root} has no lessons/ folder; pass a checkout with --root", file=sys.stderr)
+        return 2
+    lines, n, k, m = check(args.root.resolve())
+    for line in lines:
+        print(line)
+    print(f"check-results: lessons={n} stale={k} mismatches={m}")
+    return 1 if k + m else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
