@@ -210,6 +210,14 @@ def note(name: str, value: Any) -> Any:
     return value
 
 
+def note_errors(rows) -> None:
+    """Note each grid cell's mean test error as "error <task>@<n_labels> <method>" (rows of grid.summarize or
+    league cells; a cell with no error is skipped), so the chapters that print one cell can be compared."""
+    for r in rows:
+        if r.get("error") is not None:
+            note(f"error {r['task']}@{r['n_labels']} {r['method']}", r["error"])
+
+
 def show_reads() -> None:
     """Display one line on what this lesson read and at which profile, with the full record (every file's sha256,
     the profile, the noted quantities) in the output's metadata, where the saved notebook keeps it."""
