@@ -138,6 +138,14 @@ class ComputeAxisConfig:
     seeds: tuple[int, ...] = (0, 1, 2)
     budgets: tuple[float, ...] = BUDGETS
     claims: tuple[str, ...] = tuple(c.name for c in CLAIMS)
+    tasks: tuple[str, ...] | None = None        # None: each claim's own tasks
+
+    def tasks_of(self, claim: Claim) -> tuple[str, ...]:
+        return tuple(t for t in claim.tasks if self.tasks is None or t in self.tasks)
+
+    def claims_run(self) -> list[Claim]:
+        """The claims asked for that keep a task."""
+        return [c for c in CLAIMS if c.name in self.claims and self.tasks_of(c)]
 
 
 SIZES = {"smoke": ComputeAxisConfig(labels=20, seeds=(0,), budgets=(1 / 8, 1), claims=("gpt_vs_scratch",)),
@@ -326,7 +334,7 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
         raise UsageError(f"compute-axis points train under the current profile ({runtime.profile()}): "
                          f"set MINILIB_PROFILE={prof}")
     config = config or SIZES[prof]
-    claims = [c for c in CLAIMS if c.name in config.claims]
+    claims = config.claims_run()
     t0 = time.time()
     previous = cached_result(prof, out) or {}
     known = {(m["run"], m["budget_x"]): m for m in previous.get("marks", [])}
@@ -357,7 +365,7 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
                 mark_rows.setdefault(key, row)
     lines = []
     for claim in claims:
-        for task_name in claim.tasks:
+        for task_name in config.tasks_of(claim):
             task = tasks.get(task_name)
             grid.label_count(config.labels, len(task.train), f" for {task.name}")
             fixed = {}
@@ -555,11 +563,11 @@ def plan(profile: str | None = None, config: ComputeAxisConfig | None = None, re
 
     prof = profile or runtime.profile()
     config = config or SIZES[prof]
-    claims = [c for c in CLAIMS if c.name in config.claims]
+    claims = config.claims_run()
     out = []
     for name in dict.fromkeys(r for c in claims for r in c.runs):
         run_ = RUNS[name]
-        task_names = dict.fromkeys(t for c in claims if name in c.runs for t in c.tasks)
+        task_names = dict.fromkeys(t for c in claims if name in c.runs for t in config.tasks_of(c))
         for mark in marks(run_, prof, config.budgets, snapshots_root):
             built = built_path(run_, mark.budget, prof, cache_dir)
             for t in task_names:
@@ -576,7 +584,11 @@ def plan(profile: str | None = None, config: ComputeAxisConfig | None = None, re
 
 def cli_arguments(p, name: str) -> None:
     p.add_argument("--claims", default=None, help=f"comma-separated claims (default: {','.join(c.name for c in CLAIMS)})")
+    p.add_argument("--tasks", default=None, help="comma-separated tasks of those claims (default: each claim's own)")
     p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: 3; smoke 1)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="the summary's path (default results/compute-axis-<profile>.json; a worker of a batch writes "
+                        "its part elsewhere and one --cached-only pass writes the whole)")
     p.add_argument("--snapshots-root", type=Path, default=None,
                    help="folder holding each long run's checkpoint folder (default: .cache/pretrain)")
     p.add_argument("--dry-run", action="store_true", help="list the marks and points, cached or not, with a rough CPU time")
@@ -599,13 +611,20 @@ def cli_run(args, name: str) -> int:
         if unknown:
             raise UsageError(f"unknown claim {unknown[0]!r}: use one of {', '.join(c.name for c in CLAIMS)}")
         change["claims"] = wanted
+    if args.tasks:
+        wanted = tuple(t.strip() for t in args.tasks.split(","))
+        known = {t for c in CLAIMS for t in c.tasks}
+        unknown = [t for t in wanted if t not in known]
+        if unknown:
+            raise UsageError(f"unknown task {unknown[0]!r}: use one of {', '.join(sorted(known))}")
+        change["tasks"] = wanted
     if args.seeds is not None:
         if args.seeds < 1:
             raise UsageError(f"--seeds {args.seeds}: use 1 or more")
         change["seeds"] = tuple(range(args.seeds))
     config = replace(SIZES[prof], **change)
     if args.keep_latest:
-        for run_name in dict.fromkeys(r for c in CLAIMS if c.name in config.claims for r in c.runs):
+        for run_name in dict.fromkeys(r for c in config.claims_run() for r in c.runs):
             kept = keep_latest(RUNS[run_name], prof, args.snapshots_root)
             if kept:
                 meta = json.loads(kept.with_suffix(".json").read_text())
@@ -613,7 +632,7 @@ def cli_run(args, name: str) -> int:
                       f"{meta['valid_nats_per_token']:.3f} nats/token) in {kept}")
         return 0
     if args.dry_run:
-        for run_name in dict.fromkeys(r for c in CLAIMS if c.name in config.claims for r in c.runs):
+        for run_name in dict.fromkeys(r for c in config.claims_run() for r in c.runs):
             found = marks(RUNS[run_name], prof, config.budgets, args.snapshots_root)
             print(f"{run_name}: marks {', '.join(budget_name(m.budget) for m in found) or 'none yet'} "
                   f"(run: {RUNS[run_name].command(prof)})")
@@ -624,7 +643,7 @@ def cli_run(args, name: str) -> int:
               f"{duration(sum(p['estimate_s'] or 0.0 for p in todo))} of CPU"
               + (f" (and {untimed} never timed at this profile)" if untimed else ""))
         return 0
-    result = run(prof, config, snapshots_root=args.snapshots_root, train=not args.cached_only)
+    result = run(prof, config, snapshots_root=args.snapshots_root, train=not args.cached_only, out=args.out)
     for line in result["claims"]:
         print(verdict(line))
     for line in summary_lines(result):
