@@ -2,6 +2,8 @@
 #   make lab    set everything up, fetch the data, open the lessons in JupyterLab
 #   make test   set everything up, fetch the data, run every test (unit + lessons under nbval)
 #   make classroom   `make lab` for teaching: widgets answer from the shipped caches, live training opt-in
+#   make test-fast   the inner loop: unit tests without `slow` and `results` (no lessons, no browser), a few minutes
+#   make check-results   results/ checked: tools/check_results.py, then the tests marked `results`
 # Every target is idempotent: a second run only does what is missing.
 
 PYTHON      ?= python3
@@ -22,10 +24,10 @@ LAB_ARGS    ?=
 # torch threads wait passively: spin-waiting stalls small ops on a busy machine (minilib/__init__.py)
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup data lab lab-server test test-unit test-lessons widget-test lessons book book-test \
-        book-page-test screenshots browser datasheet clean-data help
+.PHONY: setup data lab lab-server test test-fast test-unit test-lessons check-results widget-test lessons book \
+        book-test book-page-test screenshots browser datasheet clean-data help
 help:
-	@sed -n '2,5p' Makefile
+	@sed -n '2,7p' Makefile
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -69,8 +71,21 @@ test: data browser book
 	$(SMOKE) $(BIN)/pytest -q --durations=25 --nbval-lax --nbval-current-env -p no:cacheprovider --ignore=tests/browser tests lessons
 	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -s -p no:cacheprovider tests/browser/test_book.py
 
+# Test tiers (markers in pyproject.toml). Every unit test runs at the smoke profile whatever the shell says
+# (tests/conftest.py); a test that means another profile sets it itself.
+#   test-fast      the inner loop: tests/ without `slow` (re-measures a shipped checkpoint, or trains > ~20 s) and
+#                  `results` (golden numbers and grid completeness read from results/); no lessons, no browser
+#   test-unit      every unit test, those two markers included
+#   check-results  results/ checked: tools/check_results.py, then the tests marked `results`
+test-fast: data
+	$(BIN)/pytest -q --durations=10 -p no:cacheprovider --ignore=tests/browser -m "not slow and not results" tests
+
 test-unit: setup
 	$(BIN)/pytest -q --ignore=tests/browser tests
+
+check-results: setup
+	$(BIN)/python tools/check_results.py
+	$(BIN)/pytest -q -p no:cacheprovider -m results tests
 
 test-lessons: data
 	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env lessons

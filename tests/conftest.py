@@ -3,6 +3,20 @@ import pytest
 import torch
 
 
+@pytest.fixture(scope="session", autouse=True)
+def smoke_profile():
+    """Every test runs at the `smoke` profile (minilib.runtime reads $MINILIB_PROFILE), whatever the
+    shell or the machine would pick: `pytest` on a contributor's laptop sizes the models as CI does.
+
+    A test that means another profile says so itself, `monkeypatch.setenv("MINILIB_PROFILE", "laptop")`
+    (or `--profile laptop` on a command line); monkeypatch puts `smoke` back after it. Subprocesses a
+    test starts inherit `smoke` too.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MINILIB_PROFILE", "smoke")
+        yield "smoke"
+
+
 @pytest.fixture
 def one_thread():
     """Run a test on one torch thread.

@@ -479,6 +479,7 @@ SHIPPED_BERT = sorted((Path(__file__).parents[1] / "checkpoints").glob("bert*-la
 @pytest.mark.skipif(not SHIPPED_BERT, reason="no shipped BERT checkpoint in checkpoints/ yet")
 @pytest.mark.parametrize("path", SHIPPED_BERT, ids=[p.name for p in SHIPPED_BERT])
 @pytest.mark.data
+@pytest.mark.slow
 def test_shipped_bert_remeasures_its_held_out_loss_at_gpts_compute(path, one_thread):
     """Each shipped encoder: ≤ 30 MB, the objective its name says, GPT laptop's compute (within one step of
     equal_compute_tokens), and its held-out loss re-measured from the fp16 weights on the same fixed batches."""
@@ -640,6 +641,7 @@ def test_pretrain_bert_takes_another_mask_rate_from_the_command_line(monkeypatch
 
 
 @pytest.mark.data
+@pytest.mark.results
 def test_bert_fine_tunes_with_what_the_cached_search_chose():
     from minilib.experiments import bert_finetune as bf
 

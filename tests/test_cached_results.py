@@ -8,7 +8,7 @@ import pytest
 from minilib.experiments import elmo_downstream as ed
 from minilib.experiments import sample_efficiency as se
 
-pytestmark = pytest.mark.data
+pytestmark = [pytest.mark.data, pytest.mark.results]   # make check-results; not in make test-fast
 
 # (task, method, labels) -> mean test error over seeds 0-2, as chapter 04's grid table printed it: each method
 # with the recipe `experiment ulmfit-recipe` chose for it (se.TUNED), the laptop grid lesson 04 reads

@@ -89,6 +89,7 @@ def test_train_head_has_a_class_per_label_of_a_multiclass_task(one_thread):
     assert set(scores) == {0.0, 1.0}
 
 
+@pytest.mark.slow   # ~20 s of CPU: a grid of small probes trained, then the claim checked
 def test_run_point_caches_and_elmo_beats_static(toy_task):
     ckpt, config, results, calls = toy_task
     rows = ed.run_grid(config, ckpt, results_dir=results, log=lambda *_: None)

@@ -270,6 +270,7 @@ SHIPPED_GPT = sorted((Path(__file__).parents[1] / "checkpoints").glob("gpt-*.pt"
 @pytest.mark.skipif(not SHIPPED_GPT, reason="no shipped GPT checkpoint in checkpoints/ yet")
 @pytest.mark.parametrize("path", SHIPPED_GPT, ids=[p.name for p in SHIPPED_GPT])
 @pytest.mark.data
+@pytest.mark.slow
 def test_shipped_gpt_remeasures_its_held_out_loss(path, one_thread):
     from minilib import data
     from minilib.recipes.gpt import encode_documents
@@ -342,6 +343,7 @@ def test_the_grid_runs_each_method_with_the_recipe_chosen_for_it():
 
 
 @pytest.mark.data
+@pytest.mark.results
 def test_fine_tuning_is_what_the_cached_search_chose():
     from minilib.experiments import gpt_finetune as gf
 

@@ -168,6 +168,7 @@ def test_the_plot_draws_every_method_of_the_lineup_with_a_band(reviews, cache):
 
 
 @pytest.mark.data
+@pytest.mark.results
 def test_the_shipped_baseline_points_are_read_from_the_shared_cache():
     """The league reads the lessons' own cache keys: trec's shipped baselines at 100 labels are all there."""
     assert league.missing("laptop", ["trec"], [100], ["majority", "bow-lr", "glove-lr", "sgns-lr"], [0, 1, 2]) == []

@@ -82,6 +82,7 @@ SHIPPED = sorted((pretrain.provenance.REPO_ROOT / "checkpoints").glob("awd-lstm-
 @pytest.mark.skipif(not SHIPPED, reason="no shipped AWD-LSTM checkpoint in checkpoints/ yet")
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 @pytest.mark.data
+@pytest.mark.slow
 def test_shipped_checkpoint_remeasures_its_perplexity(path):
     """docs/design.md §5: every shipped checkpoint is reloaded and its validation metric re-measured."""
     model, vocab, meta = load_pretrained(path, "awd-lstm")

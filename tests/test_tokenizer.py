@@ -232,6 +232,7 @@ def test_shipped_tokenizer_matches_its_provenance(kind):
 
 
 @pytest.mark.data
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", SHIPPED)
 def test_shipped_tokenizer_remeasures_its_tokens_per_word(kind):
     tok = load_tokenizer(tokenizer_path(kind, "laptop"))

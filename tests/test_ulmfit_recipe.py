@@ -52,6 +52,7 @@ def test_cached_rows_reads_a_point_only_under_its_own_candidate_settings(tmp_pat
 
 
 @pytest.mark.data
+@pytest.mark.results
 def test_the_tuned_recipes_are_what_the_search_chose_on_both_tasks():
     """se.TUNED is typed in the code; it must be the candidate the shipped search results choose."""
     for task in se.TASKS:

@@ -123,7 +123,6 @@ def book_server(built_book):
 @pytest.fixture(scope="session")
 def visited(book_server, tmp_path_factory):
     """Every page of the book opened once in chromium: {page path: PageRecord}, plus the screenshots."""
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install playwright")
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium")
     from playwright.sync_api import sync_playwright
