@@ -80,6 +80,7 @@ def test_one_worker_per_runs_and_task():
 
 
 @pytest.mark.data
+@pytest.mark.slow   # the whole GPU call rehearsed on the CPU: pretrains and fine-tunes at smoke, minutes
 def test_rehearsal_brings_back_the_summary_points_and_checkpoints(tmp_path):
     if not (gpu_compute_axis.PACK_DIR / "data.tar.xz").is_file():
         assert gpu_compute_axis.pack() == 0
