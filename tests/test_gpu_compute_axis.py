@@ -3,6 +3,7 @@ tools/gpu_compute_axis.py's rehearsal (the CPU, smoke sizes, the tree as the dev
 the summary and the points."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -108,3 +109,31 @@ def test_compute_axis_tasks_option_narrows_the_claims_and_names_a_bad_task_in_on
     config = compute_axis.ComputeAxisConfig(tasks=("pos",))
     assert [c.name for c in config.claims_run()] == ["gpt_vs_scratch", "mlm_vs_ltr"]
     assert config.tasks_of(compute_axis.CLAIMS[0]) == ("pos",)
+
+
+def test_compute_axis_on_a_machine_without_the_snapshots_keeps_the_summary_byte_identical(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINILIB_PROFILE", "laptop")
+    summary = tmp_path / "compute-axis-laptop.json"
+    shutil.copyfile(ROOT / "results" / "compute-axis-laptop.json", summary)
+    before = summary.read_bytes()
+    result = compute_axis.run("laptop", snapshots_root=tmp_path / "none", cache_dir=tmp_path / "cache", out=summary,
+                              train=True, log=None)
+    assert summary.read_bytes() == before                                  # reading never rewrites it
+    assert len(result["marks"]) == len(json.loads(before)["marks"])       # no mark dropped, none retrained
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_command_stops_before_training_past_its_budget_and_says_fill(tmp_path, monkeypatch):
+    from minilib.experiments import grid
+    from minilib.runtime import UsageError
+
+    monkeypatch.setenv("MINILIB_PROFILE", "laptop")
+    with grid.cost_guard(1.0):
+        with pytest.raises(UsageError, match="--fill"):
+            grid.run_point("trec", 100, "gpt", 99, results_dir=tmp_path)      # a timed method: ~minutes a point
+        with pytest.raises(UsageError, match=r"6 uncached points, about 2\.0 h.*--fill"):
+            grid.check_cost(7200, 6)
+    assert not list(tmp_path.iterdir())                                    # nothing trained, nothing written
+    with grid.cost_guard(None):
+        grid.check_cost(7200, 6)                                           # --fill: no limit
+    grid.check_cost(7200, 6)                                               # no guard outside the command line

@@ -113,7 +113,7 @@ def run_axis(profile: str, total_s: float, logs: Path, threads: int) -> dict:
             final[(claim, task)] = not running
             started[(claim, task)] = time.time()
             passes[(claim, task)] = minilib(
-                ["experiment", "compute-axis", "--claims", claim, "--tasks", task,
+                ["experiment", "compute-axis", "--claims", claim, "--tasks", task, "--fill",
                  "--out", str(logs / f"part-{claim}-{task}.json")], logs / f"points-{claim}-{task}.log", env, threads)
         if time.time() > stop_passes:
             for proc in passes.values():

@@ -6,6 +6,8 @@
 Each experiment lives in its own module with `cli_arguments(parser)` and `cli_run(args) -> int`;
 EXPERIMENTS names them (imported lazily, so one experiment's dependencies never slow another).
 Like `bench`, every experiment ends with exactly one summary line, `NAME: key=value ...`.
+A command trains at most ~5 min of uncached points (grid.cost_guard) unless given --fill; the experiments
+that plan their points (league, compute-axis) say the whole estimate before training any.
 """
 from __future__ import annotations
 
@@ -67,9 +69,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             p.set_defaults(_missing=True)
             continue
         getattr(module, "cli_arguments")(p, name)
+        p.add_argument("--fill", action="store_true",
+                       help="train every uncached point, however long (without it a command stops before "
+                            "training past ~5 min of estimated CPU time, and says how long the rest would take)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from minilib.experiments import grid
+
     if getattr(args, "_missing", False):
         raise SystemExit(f"experiment {args.experiment!r} is not written yet ({args._module})")
-    return int(importlib.import_module(args._module).cli_run(args, args.experiment) or 0)
+    with grid.cost_guard(None if args.fill else grid.LONG_S):
+        return int(importlib.import_module(args._module).cli_run(args, args.experiment) or 0)

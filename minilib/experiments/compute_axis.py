@@ -359,10 +359,10 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
                     "command": meta["command"]}
             elif (name, mark.budget) in known:
                 mark_rows[(name, mark.budget)] = known[(name, mark.budget)]
-    if not train:       # marks in the summary whose snapshots are not on this machine
-        for key, row in known.items():
-            if key[0] in {r for c in claims for r in c.runs} and key[1] in config.budgets:
-                mark_rows.setdefault(key, row)
+    # marks in the summary whose snapshots are not on this machine: read back, never retrained or dropped
+    for key, row in known.items():
+        if key[0] in {r for c in claims for r in c.runs} and key[1] in config.budgets:
+            mark_rows.setdefault(key, row)
     lines = []
     for claim in claims:
         for task_name in config.tasks_of(claim):
@@ -386,7 +386,7 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
                     if key not in mark_rows:
                         break
                     rows = _points(RUNS[side], x, mark_rows[key]["checkpoint_sha256"], task, config, prof,
-                                   results_dir, train, checkpoints.get(key), log)
+                                   results_dir, train and key in checkpoints, checkpoints.get(key), log)
                     if len(rows) == len(config.seeds):
                         sides[side] = _mean_std(rows)
                 comparison = next((c for c in claim.comparison if c in RUNS), None)
@@ -643,6 +643,9 @@ def cli_run(args, name: str) -> int:
               f"{duration(sum(p['estimate_s'] or 0.0 for p in todo))} of CPU"
               + (f" (and {untimed} never timed at this profile)" if untimed else ""))
         return 0
+    if not args.cached_only:
+        todo = [p for p in plan(prof, config, snapshots_root=args.snapshots_root) if not p["cached"]]
+        grid.check_cost(sum(p["estimate_s"] or 0.0 for p in todo), len(todo))
     result = run(prof, config, snapshots_root=args.snapshots_root, train=not args.cached_only, out=args.out)
     for line in result["claims"]:
         print(verdict(line))

@@ -15,6 +15,7 @@ and reused only when the task's fingerprint, the settings and the checkpoint's s
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -34,6 +35,64 @@ from minilib.train.learner import propagate_interrupts
 
 ALL = "all"  # a label count meaning "every labelled training example of the task"
 RESULTS = provenance.REPO_ROOT / "results"
+LONG_S = 300  # uncached training a command starts without --fill, in estimated CPU seconds
+
+
+@dataclass
+class CostGuard:
+    """The uncached training a command may start: `limit_s` estimated seconds (None: any, as with --fill)."""
+    limit_s: float | None
+    spent_s: float = 0.0
+    points: int = 0
+
+
+_GUARD: CostGuard | None = None      # set by the command line (experiments/cli.py); lessons and widgets train freely
+
+
+@contextlib.contextmanager
+def cost_guard(limit_s: float | None = LONG_S):
+    """Within: run_point counts each uncached point's estimated time and stops with a UsageError (the estimate and
+    --fill) before the total passes `limit_s`; points already trained stay cached."""
+    global _GUARD
+    previous, _GUARD = _GUARD, CostGuard(limit_s)
+    try:
+        yield _GUARD
+    finally:
+        _GUARD = previous
+
+
+def check_cost(seconds: float, points: int) -> None:
+    """Before a command trains `points` uncached points of about `seconds` in all: refuse, saying so, when that
+    passes the guard's limit (the experiments that plan their points ask this first)."""
+    if _GUARD is not None and _GUARD.limit_s is not None and seconds > _GUARD.limit_s:
+        raise UsageError(f"this would train {points} uncached point{'s' * (points != 1)}, about {duration(seconds)} "
+                         f"of CPU: add --fill to run them (each is cached as it finishes), or --dry-run to list them")
+
+
+def _charge(task, m: "Method", n_labels: int, profile: str) -> None:
+    """Count one uncached point against the guard (a no-op without one), timed by the repo's own points of the
+    method (a user's results folder may hold none yet)."""
+    if _GUARD is None or _GUARD.limit_s is None:
+        return
+    from minilib.experiments.league import estimate_seconds   # the timing model lives with the league's planner
+
+    seconds = estimate_seconds(task, m.name, n_labels, profile)[0] or 0.0
+    if _GUARD.spent_s + seconds > _GUARD.limit_s:
+        done = f" after {_GUARD.points} uncached point{'s' * (_GUARD.points != 1)}" if _GUARD.points else ""
+        raise UsageError(f"stopped{done}: the next ({task.name} n={n_labels} {m.name}) would take this command past "
+                         f"{duration(_GUARD.limit_s)} of training (about {duration(_GUARD.spent_s + seconds)}): "
+                         f"add --fill to go on (what ran is cached), or --dry-run to see the plan")
+    _GUARD.spent_s += seconds
+    _GUARD.points += 1
+
+
+def duration(seconds: float | None) -> str:
+    """12 s, 4 min, 2.5 h (— when unknown)."""
+    if seconds is None:
+        return "—"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
 @dataclass(frozen=True)
@@ -231,6 +290,7 @@ def run_point(task, n_labels, method_name: str, seed: int, *, force: bool = Fals
                               results_dir=results_dir)
         if cached is not None:
             return cached
+    _charge(task, m, n, prof)
     key = _key(m, task, prof, checkpoint, settings)
     if threads:
         torch.set_num_threads(threads)

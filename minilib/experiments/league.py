@@ -203,13 +203,7 @@ def estimate_seconds(task: tasks.Task, method: str, n_labels: int, profile: str,
     return float(guess), note
 
 
-def duration(seconds: float | None) -> str:
-    """12 s, 4 min, 2.5 h (— when unknown)."""
-    if seconds is None:
-        return "—"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+duration = grid.duration    # 12 s, 4 min, 2.5 h
 
 
 # ----------------------------------------------------------------------------- filling the league
@@ -482,6 +476,8 @@ def cli_run(args, name: str) -> int:
               f"{' (some never timed)' if any(p['estimate_s'] is None for p in runnable) else ''}; "
               f"cannot run: {len(todo) - len(runnable)} points")
     else:
+        runnable = [p for p in missing(prof, **where) if p["reason"] is None]
+        grid.check_cost(sum(p["estimate_s"] or 0.0 for p in runnable), len(runnable))
         fill(**where, threads=args.threads)
     league_cells = table(prof, **where)
     print(markdown(league_cells))
