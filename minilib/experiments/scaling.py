@@ -91,13 +91,12 @@ SIZES = {
 # ----------------------------------------------------------------------------- counting N and C
 
 def non_embedding_params(model) -> int:
-    """Kaplan's N (§2.1): every parameter but the token and position embeddings. The LM head is tied
-    to the token embedding here, so it is left out too (TransformerLM.num_params counts it, as nanoGPT
-    does); Kaplan's N ≈ 12·n_layer·d_model² plus the biases and LayerNorms."""
-    n = model.num_params(non_embedding=False) - model.tok_emb.weight.numel()
-    if hasattr(model, "pos_emb"):
-        n -= model.pos_emb.weight.numel()
-    return n
+    """Kaplan's N (§2.1): every parameter but the token and position embeddings and the output layer over the
+    vocabulary (tied to the token embedding here), so N ≈ 12·n_layer·d_model² plus the biases and LayerNorms.
+    One definition for the book: experiments/compute.non_embedding_params."""
+    from minilib.experiments.compute import non_embedding_params as kaplan_n
+
+    return kaplan_n(model, model.cfg.vocab_size)
 
 
 def training_flops(model, tokens: int) -> int:
