@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from minilib import provenance
 from minilib.story import MILESTONES, Milestone
 
 # The full author lists and a stable identifier of each milestone's paper. story.py keeps the short
@@ -297,12 +298,12 @@ def results_pages(results_dir: Path) -> dict[str, str]:
 
 # -- the teacher's guide ---------------------------------------------------------------------------
 # One page per lesson, read from the notebook when the book is built, so a lesson added later gets
-# one too: the 50-minute path the lesson marks with ⏱ (a heading, or an exercise's bold title), each
+# one too: the 50-minute path the lesson marks with ◷ (a heading, or an exercise's bold title), each
 # step's cells with the run time measured when the notebook was last executed (each code cell's
 # `execution` metadata: iopub.execute_input to shell.execute_reply), the widget a step shows, and the
 # prediction to ask the class for before the reveal — the lesson's own "predict …" or question where
 # it has one, else the one book/guide/predictions.md gives for that step.
-PATH_MARK = "⏱"              # how a lesson marks a step of its classroom path
+PATH_MARK = "◷"              # how a lesson marks a step of its classroom path
 CLASS_MINUTES = 50           # a class, unless the lesson's plan names another length ("50-minute")
 SLOW_CELL_S = 60.0           # a cell that runs longer than this is run before class
 PREDICTIONS = Path(__file__).resolve().parents[1] / "book" / "guide" / "predictions.md"
@@ -345,10 +346,10 @@ class CodeCell:
 @dataclass
 class Section:
     """A heading's section of a lesson, or one exercise, with its text and code cells."""
-    title: str                  # as the guide names it: the heading without ⏱; "Exercise 1: …"
+    title: str                  # as the guide names it: the heading without ◷; "Exercise 1: …"
     level: int                  # heading level; exercises are below every heading
     anchor: str                 # the heading's anchor on the lesson's page ("" for none)
-    marked: bool                # carries the path mark ⏱
+    marked: bool                # carries the path mark ◷
     number: str | None          # "1", "4b", "exercise 5": how the lesson's plan refers to it
     texts: list[tuple[int, str]] = field(default_factory=list)   # (cell index, markdown)
     cells: list[CodeCell] = field(default_factory=list)
@@ -688,8 +689,8 @@ def teachers_guide(notebook: Path, predictions: dict[str, dict[str, str]] | None
     on_path = {c.index for c in ([setup] if setup else []) + [c for s in steps for c in s.cells]}
     section_of = {c.index: s.title for s in sections for c in s.cells}
     needed = _needed_off_path(cells, on_path, section_of)
-    profile = None
-    if setup is not None:
+    profile = (provenance.saved_record(notebook) or {}).get("profile")    # what the lesson's last cell recorded
+    if profile is None and setup is not None:
         nb = json.loads(notebook.read_text(encoding="utf-8"))
         out = "".join("".join(o.get("text", "")) for o in nb["cells"][setup.index].get("outputs", [])
                       if o.get("name") == "stdout")
@@ -719,7 +720,7 @@ def teachers_guide_page(guide: Guide, lesson_link: str) -> str:
     """One lesson's page of the teacher's guide (MyST Markdown). `lesson_link`: the lesson's page
     relative to this one."""
     g = guide
-    profile = g.profile or "the profile it was last run with"
+    at_profile = f"at the `{g.profile}` profile" if g.profile else "when it was last executed"
     total = sum(c.seconds or 0.0 for c in g.cells)
     timed = all(c.seconds is not None for c in g.cells)
     out = [f"# {g.title}", "",
@@ -729,17 +730,17 @@ def teachers_guide_page(guide: Guide, lesson_link: str) -> str:
     if g.plan:
         out += ["**The lesson's plan**, in its own words:", "", _quote(g.plan), ""]
     elif g.proposed:
-        out += ["The lesson marks no ⏱ path of its own; the steps below are this guide's proposal "
+        out += ["The lesson marks no ◷ path of its own; the steps below are this guide's proposal "
                 "(`book/guide/predictions.md`).", ""]
     if not g.steps:
-        out += ["The lesson marks no classroom path yet (a ⏱ in a heading or an exercise's title), so this "
+        out += ["The lesson marks no classroom path yet (a ◷ in a heading or an exercise's title), so this "
                 "guide has no plan for it; the measured run time of every cell is below.", ""]
 
     out += ["## Before class", "",
             "- Start JupyterLab in classroom mode: `make classroom` (or `MINILIB_CLASSROOM=1 jupyter lab "
             "lessons/`). Every widget then answers from the shipped caches at once; a *train this point* "
             "button stays off until you tick *allow live training* in its panel.",
-            f"- Open the lesson and press *Run All* before the class arrives: at the `{profile}` profile "
+            f"- Open the lesson and press *Run All* before the class arrives: {at_profile} "
             f"the whole lesson ran in {_duration(total)} here ({len(g.cells)} code cells"
             + (f", executed {g.executed}" if g.executed else "") + (")" if timed else "; some cells untimed)")
             + ". Timings are from the committed notebook, on the machine that executed it."]
@@ -768,7 +769,7 @@ def teachers_guide_page(guide: Guide, lesson_link: str) -> str:
                 f"Minutes are a suggestion: the lesson's own where its plan gives them, otherwise the "
                 f"{g.class_minutes} minutes shared among the steps (at least {MIN_STEP_MINUTES} each, the rest "
                 f"by the length of each step's text). *Run time* is what the step's cells took when the "
-                f"notebook was executed at `{profile}`; the path's cells, with the setup and the cells they "
+                f"notebook was executed{f' at `{g.profile}`' if g.profile else ''}; the path's cells, with the setup and the cells they "
                 f"need, ran in {_duration(path_seconds)}.", "",
                 "| minutes | step | cells | widget | run time |", "|---|---|---|---|---:|"]
         start = 0
@@ -809,14 +810,15 @@ def teachers_guide_page(guide: Guide, lesson_link: str) -> str:
             out.append("")
 
     out += ["## Every cell's run time", "",
-            f"Measured when the notebook was last executed (`{profile}` profile"
-            + (f", {g.executed}" if g.executed else "") + "); ⏱ marks a cell on the path.", "",
+            "Measured when the notebook was last executed ("
+            + ", ".join(x for x in (f"`{g.profile}` profile" if g.profile else "", g.executed) if x)
+            + f"); {PATH_MARK} marks a cell on the path.", "",
             "| cell | first line | shows | run time | |", "|---|---|---|---:|---|"]
     on_path = {c.index for c in g.path_cells}
     for c in g.cells:
         first = c.first_line.replace("|", "\\|")
         out.append(f"| {c.label} | `{first}` | {', '.join(c.shows) or '–'} | {_duration(c.seconds)} | "
-                   f"{'⏱' if c.index in on_path else ''} |")
+                   f"{PATH_MARK if c.index in on_path else ''} |")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -840,7 +842,7 @@ def teachers_guide_pages(lessons_dir: Path, predictions_path: Path = PREDICTIONS
         "A plan for teaching each lesson in one class: which sections to show, which cell and which "
         "widget, what the class should predict before each reveal, and how long each part takes. Each "
         "page is generated from the lesson's notebook when the book is built — the path the lesson marks "
-        "with ⏱, its cells and their run times as measured when the notebook was executed — so a new "
+        "with ◷, its cells and their run times as measured when the notebook was executed — so a new "
         "lesson gets its page, and a changed lesson a changed page. The predictions are the lesson's own "
         "questions where it asks one, otherwise those in `book/guide/predictions.md`.", "",
         "## Classroom mode", "",

@@ -246,3 +246,16 @@ def _in_ipython() -> bool:
 
 if _in_ipython():
     record_reads()
+
+
+def saved_record(notebook: str | os.PathLike) -> dict | None:
+    """The last record show_reads() saved in a notebook's outputs (profile, files read, noted quantities), or None
+    when the notebook has none (the book's teacher's guide and tools/check_results.py read it)."""
+    found = None
+    for cell in json.loads(Path(notebook).read_text(encoding="utf-8")).get("cells", []):
+        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            record = (out.get("metadata") or {}).get(RECORD_KEY)
+            if isinstance(record, dict):
+                found = record
+    return found
+

@@ -8,7 +8,7 @@ live in classroom mode without that opt-in, or if a widget or a lesson makes a t
 some other way.
 
 The teacher's guide (minilib/book.py) is one page per lesson, generated from the notebook: the
-50-minute path the lesson marks with ⏱, each step's cells with their measured run times, its
+50-minute path the lesson marks with ◷, each step's cells with their measured run times, its
 widget and the prediction to ask for before the reveal. Fast and offline: synthetic notebooks in
 a temporary folder for the rules, the repository's own lessons for coverage.
 """
@@ -264,21 +264,21 @@ WIDGET = {"output_type": "display_data", "data": {"application/vnd.jupyter.widge
 
 def _lesson(folder: Path, name: str = "09-toy.ipynb") -> Path:
     cells = [
-        _md("# 09 · Toy\n\nIntro.\n\n> **⏱ The 40-minute class path** runs §1 (counting, 15 min) and §3."),
+        _md("# 09 · Toy\n\nIntro.\n\n> **◷ The 40-minute class path** runs §1 (counting, 15 min) and §3."),
         _code("PROFILE = 'laptop'\nprint(f'profile={PROFILE}')", 2.5, 1,
               [{"output_type": "stream", "name": "stdout", "text": "profile=laptop  device=cpu\n"}]),
-        _md("## 1. ⏱ Counting\n\nWe count words. Before running, predict: will the count be odd or even?"),
+        _md("## 1. ◷ Counting\n\nWe count words. Before running, predict: will the count be odd or even?"),
         _code("counts = {'a': 1}\nprint(counts)", 90.0, 2, [PRINTED]),
         _md("## 2. Background\n\nNot on the path."),
         _code("model = 'trained'  # made here, read on the path", 30.0, 3, [PRINTED]),
-        _md("## 3. ⏱ The model\n\nA long section about the model " + "word " * 200),
+        _md("## 3. ◷ The model\n\nA long section about the model " + "word " * 200),
         _code("print(model, counts)", 0.25, 4, [PLOT]),
         _md("Off the classroom\npath: this cell trains for an hour."),
         _code("slow = 1", 3600.0, 5, [PRINTED]),
         _md("### The model, again\n\nA subsection."),
         _code("widgets.corpus_explorer(load, names)", 1.0, 6, [WIDGET]),
         _md("## 4. The model, again\n\nSame words as a subsection's heading."),
-        _md("## Exercises\n\n**1. ⏱ By hand.** Compute it. What is the count of the word a in the text?"),
+        _md("## Exercises\n\n**1. ◷ By hand.** Compute it. What is the count of the word a in the text?"),
         _code("answer = None", 0.0, 7, [PRINTED]),
         _md("**2. Later.** Not on the path."),
         _code("answer = None", 0.0, 8, [PRINTED]),
@@ -318,7 +318,7 @@ def test_a_lessons_path_its_cells_timings_and_predictions_are_read_from_the_note
 
 def test_repeated_headings_get_myst_s_numbered_anchors(tmp_path):
     nb = tmp_path / "09-x.ipynb"
-    nb.write_text(json.dumps({"cells": [_md("# 09 · X"), _md("## ⏱ Summary"), _md("### Summary"),
+    nb.write_text(json.dumps({"cells": [_md("# 09 · X"), _md("## ◷ Summary"), _md("### Summary"),
                                         _md("## Summary")], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     sections, _, _ = book.lesson_sections(nb)
     assert [s.anchor for s in sections] == ["09--x", "-summary", "summary", "summary-1"]

@@ -23,21 +23,10 @@ import math
 import sys
 from pathlib import Path
 
-from minilib.provenance import RECORD_KEY, REPO_ROOT
+from minilib.provenance import REPO_ROOT, saved_record as lesson_record
 
 PROFILE = "laptop"          # the profile the committed outputs must come from (docs/design.md §3)
 SHOWN_FILES = 5             # changed files named per lesson; the rest counted
-
-
-def lesson_record(notebook: Path) -> dict | None:
-    """The last provenance record in a notebook's saved outputs, or None when it has none."""
-    found = None
-    for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []):
-        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            record = (out.get("metadata") or {}).get(RECORD_KEY)
-            if isinstance(record, dict):
-                found = record
-    return found
 
 
 def sha256_now(path: Path, cache: dict[Path, str | None]) -> str | None:

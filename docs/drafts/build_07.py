@@ -46,8 +46,8 @@ compute** as chapter 06's GPT (parameters × tokens):
    trained left to right loses, most of all on a token-level task (SQuAD:
    88.5 → 77.8 F1). Here the token-level task is part-of-speech tagging.
 
-> **⏱ The 50-minute class path** runs the setup cell and the sections marked
-> ⏱: §1 (the encoder, 5 min), §2 (masking a real sentence, 5 min), §4 (our
+> **◷ The 50-minute class path** runs the setup cell and the sections marked
+> ◷: §1 (the encoder, 5 min), §2 (masking a real sentence, 5 min), §4 (our
 > three pretrained models, 5 min), §5 (fill in the blank: BERT against the
 > left-to-right twin and GPT, 15 min), §6 (fine-tuning one point live,
 > 10 min) and the summary (5 min).
@@ -89,7 +89,7 @@ print(f"profile {PROFILE}; {default_out('laptop', 'mlm+nsp', SHAPE).name}: {bert
 """)
 
 md(r"""
-## 1. ⏱ The model: an encoder that reads both sides
+## 1. ◷ The model: an encoder that reads both sides
 
 BERT is chapter 05's Transformer block with no causal mask, plus three things
 (§3, Figure 2): a *segment* embedding saying whether a token belongs to the
@@ -128,7 +128,7 @@ assert moved["left-to-right twin"] < 1e-6 < moved["BERT"]
 """)
 
 md(r"""
-## 2. ⏱ Hiding words: the masking rule on a real sentence
+## 2. ◷ Hiding words: the masking rule on a real sentence
 
 §3.1: in each sequence 15 % of the WordPiece tokens are chosen as targets; of
 those, 80 % are replaced by `[MASK]`, 10 % by a random token and 10 % are left
@@ -228,7 +228,7 @@ print(f"left out (shuffled sentences): {left_out:,} words; BERT's pairs come fro
 """)
 
 md(r"""
-## 4. ⏱ Three encoders, pretrained here at GPT's compute
+## 4. ◷ Three encoders, pretrained here at GPT's compute
 
 `python -m minilib pretrain bert --objective {mlm+nsp, mlm, ltr}` trained three
 networks of one shape on the pretraining corpus's train split, each for as
@@ -364,7 +364,7 @@ print(f"2 × 128, left-to-right twin: {small_plateau['ltr'][-1]['next_nats']:.2f
 """)
 
 md(r"""
-## 5. ⏱ Fill in the blank
+## 5. ◷ Fill in the blank
 
 Hide one token in each of a few thousand held-out sentences. BERT reads the
 sentence with `[MASK]` in the gap; the left-to-right twin, which reads the
@@ -394,7 +394,7 @@ widgets.cloze_explorer(bert, tok, gpt, bpe, sentence="the [MASK] of the river ro
 """)
 
 md(r"""
-## 6. ⏱ Fine-tuning: read `[CLS]`, or each word's first piece
+## 6. ◷ Fine-tuning: read `[CLS]`, or each word's first piece
 
 §4 and Figure 4: for a sentence, one new layer reads the final state of
 `[CLS]` (through the pooler, pretrained by NSP); for a token task such as
@@ -667,7 +667,7 @@ compare_prediction(f"fewer errors on {my_task} at {my_labels} labels", my_predic
 """)
 
 md(r"""
-## Summary ⏱
+## Summary ◷
 """)
 
 code(r"""

@@ -44,8 +44,8 @@ chapters:
    read more and more raw text.
 4. **Compute:** what pretraining cost against what fine-tuning costs.
 
-> **⏱ The 50-minute class path** runs the setup cell (the timeline of what came
-> after BERT) and the sections marked ⏱: §1 (the league and its widget, 15 min),
+> **◷ The 50-minute class path** runs the setup cell (the timeline of what came
+> after BERT) and the sections marked ◷: §1 (the league and its widget, 15 min),
 > §2 (scaling and its widget, 15 min), §3 (the flywheel, 10 min), §4 (compute,
 > 5 min) and the summary (5 min).
 """)
@@ -73,7 +73,7 @@ print(f"from BERT ({story.MILESTONES[-1].date}) to GPT-3 ({after['GPT-3'].date})
 """)
 
 md(r"""
-## 1. ⏱ The league: every era on the same tasks
+## 1. ◷ The league: every era on the same tasks
 
 Each cell is one method at one label count, test error as mean ± std over
 three seeds, from the one grid runner's cache (`python -m minilib experiment
@@ -126,7 +126,7 @@ widgets.league_explorer(GRID_PROFILE)
 """)
 
 md(r"""
-## 2. ⏱ Scaling, measured here
+## 2. ◷ Scaling, measured here
 
 Kaplan et al. (2020, §3) trained Transformer LMs from 768 to 1.5 billion
 non-embedding parameters and found the held-out loss falling as a power law in
@@ -219,7 +219,7 @@ widgets.scaling_explorer(summary)
 """)
 
 md(r"""
-## 3. ⏱ The flywheel: the same labels, more raw text
+## 3. ◷ The flywheel: the same labels, more raw text
 
 GPT's pretraining (chapter 06) keeps a snapshot of its weights every 500 steps
 (1.02M tokens). Fine-tune snapshots on the same 100 labelled examples — trec's
@@ -274,7 +274,7 @@ it, the pretraining that snapshot had was not yet paying for that task.
 """)
 
 md(r"""
-## 4. ⏱ Compute: pretraining is paid once
+## 4. ◷ Compute: pretraining is paid once
 
 Training FLOPs counted by code as C ≈ 6·N·D (Kaplan §2.1: N non-embedding
 parameters, D tokens) for each shipped model, against one fine-tuning run at
@@ -377,7 +377,7 @@ compare_prediction(f"fewer errors on {my_task} at {my_labels} labels", my_predic
 """)
 
 md(r"""
-## Summary ⏱
+## Summary ◷
 """)
 
 code(r"""
