@@ -17,13 +17,11 @@ The last line is always `check-results: lessons=<n> stale=<k> mismatches=<m>`; t
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import math
 import sys
 from pathlib import Path
 
-from minilib.provenance import REPO_ROOT, saved_record as lesson_record
+from minilib.provenance import REPO_ROOT, saved_record as lesson_record, sha256_file
 
 PROFILE = "laptop"          # the profile the committed outputs must come from (docs/design.md §3)
 SHOWN_FILES = 5             # changed files named per lesson; the rest counted
@@ -32,14 +30,7 @@ SHOWN_FILES = 5             # changed files named per lesson; the rest counted
 def sha256_now(path: Path, cache: dict[Path, str | None]) -> str | None:
     """A file's sha256 now (None when it is gone), each file hashed once per run."""
     if path not in cache:
-        if path.is_file():
-            h = hashlib.sha256()
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-            cache[path] = h.hexdigest()
-        else:
-            cache[path] = None
+        cache[path] = sha256_file(path) if path.is_file() else None
     return cache[path]
 
 

@@ -21,7 +21,6 @@ of fetching is the artifact: fetching `sotu` also unpacks `moby`.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 import os
 import pickle
@@ -37,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
-from minilib.provenance import atomic_write_bytes
+from minilib.provenance import atomic_write_bytes, sha256_file
 
 T = TypeVar("T")
 
@@ -461,14 +460,6 @@ def _missing_client_message(artifact: Artifact, label: str, shown: str, why: str
             f"To fix: {CLIENT_INSTALL_HINT[client]}, then run `python -m minilib data fetch {label}`.\n"
             f"Or, on any machine with {client}, run `{shown}` and copy {artifact.filename} into "
             f"{downloads_dir()}/ (it is checked against sha256 {artifact.sha256}).")
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def unpack(archive: Path, patterns: Iterable[str], dest: Path) -> list[str]:
