@@ -3,7 +3,7 @@
 1. Stage the book's sources in book/_build/src/: conf.py and the pages written by hand (book/*.md,
    book/_static/), the lessons exactly as committed (lessons/NN-*.ipynb: their outputs, never
    re-executed), and the generated pages (timeline, references, results, the teacher's guide:
-   minilib/book.py).
+   book/pages.py).
 2. Vendor the JavaScript the pages need from pinned npm packages (MathJax 3, RequireJS, the
    ipywidgets HTML manager): fetched once with `npm pack`, checked against a sha256 and cached
    like the corpora ($MINILIB_DATA/raw/, minilib/data/sources.py), then copied into _static/vendor/.
@@ -32,7 +32,8 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
-from minilib import book, viz  # noqa: E402
+from book import pages as book  # noqa: E402
+from minilib import viz  # noqa: E402
 from minilib.data import sources  # noqa: E402
 
 BUILD = BOOK / "_build"

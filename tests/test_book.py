@@ -1,4 +1,4 @@
-"""The book's generated pages (minilib/book.py): references, timeline table, results tables.
+"""The book's generated pages (book/pages.py): references, timeline table, results tables.
 
 Fast and offline: synthetic results in a temporary folder for the arithmetic, the repository's
 own lessons and results/ for coverage. The built HTML is checked in a browser by
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from minilib import book, story
+from book import pages as book
+from minilib import story
 
 REPO = Path(__file__).resolve().parents[1]
 LESSONS = REPO / "lessons"
@@ -31,7 +32,7 @@ def _point(folder: Path, task: str, method: str, labels, seed: int, error: float
 # -- references and timeline -----------------------------------------------------------------------
 def test_every_milestone_has_a_full_citation():
     missing = [m.name for m in story.MILESTONES + story.AFTERWARDS if m.name not in book.FULL_CITATIONS]
-    assert not missing, f"add the full author list of {missing} to minilib/book.py FULL_CITATIONS"
+    assert not missing, f"add the full author list of {missing} to book/pages.py FULL_CITATIONS"
     for m in story.MILESTONES + story.AFTERWARDS:
         text = book.citation(m)
         first_author = m.authors.split()[0].rstrip(",")

@@ -7,7 +7,7 @@ box, and a click without the box ticked trains nothing. These tests fail if a wi
 live in classroom mode without that opt-in, or if a widget or a lesson makes a training button
 some other way.
 
-The teacher's guide (minilib/book.py) is one page per lesson, generated from the notebook: the
+The teacher's guide (book/pages.py) is one page per lesson, generated from the notebook: the
 50-minute path the lesson marks with ◷, each step's cells with their measured run times, its
 widget and the prediction to ask for before the reveal. Fast and offline: synthetic notebooks in
 a temporary folder for the rules, the repository's own lessons for coverage.
@@ -241,7 +241,7 @@ def test_the_scan_can_fail(tmp_path):
 
 
 # -- the teacher's guide ----------------------------------------------------------------------------
-from minilib import book  # noqa: E402
+from book import pages as book  # noqa: E402
 
 
 def _md(text: str) -> dict:

@@ -63,3 +63,22 @@ def test_imports_run_one_way(path):
 def test_layer_test_can_fail():
     assert layer_of("minilib.models.elmo") < layer_of("minilib.train.learner")
     assert layer_of("minilib.experiments.cli") > layer_of("minilib.experiments.grid")
+
+
+def tooling_imports(path: Path):
+    """Imports of the tooling that lives beside minilib (book/, tools/), which the core never reads."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        yield from ((node.lineno, n) for n in names if n.split(".")[0] in ("book", "tools", "gpu_check", "check_results"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_core_never_imports_the_book_or_the_tools(path):
+    assert not list(tooling_imports(path)), f"{module_name(path)} imports tooling: {list(tooling_imports(path))}"
+
+
+def test_the_tooling_check_can_fail(tmp_path):
+    src = tmp_path / "x.py"
+    src.write_text("import json\nfrom book import pages\n")
+    assert list(tooling_imports(src)) == [(2, "book")]

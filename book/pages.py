@@ -8,10 +8,10 @@ method, label count, seed and profile; or a single experiment's JSON), and each 
 classroom path, cells and measured run times for the teacher's guide. The functions return
 Markdown (MyST) text; book/build.py writes it beside the lessons and runs Sphinx.
 
-    from minilib import book
-    book.references_page(Path("lessons"))
-    book.results_pages(Path("results"))   # {"index": ..., "sample-efficiency": ..., ...}
-    book.teachers_guide_pages(Path("lessons"))   # {"index": ..., "00-the-map": ..., ...}
+    from book import pages                  # the repository's root on sys.path
+    pages.references_page(Path("lessons"))
+    pages.results_pages(Path("results"))   # {"index": ..., "sample-efficiency": ..., ...}
+    pages.teachers_guide_pages(Path("lessons"))   # {"index": ..., "00-the-map": ..., ...}
 """
 from __future__ import annotations
 
@@ -306,8 +306,8 @@ def results_pages(results_dir: Path) -> dict[str, str]:
 PATH_MARK = "◷"              # how a lesson marks a step of its classroom path
 CLASS_MINUTES = 50           # a class, unless the lesson's plan names another length ("50-minute")
 SLOW_CELL_S = 60.0           # a cell that runs longer than this is run before class
-PREDICTIONS = Path(__file__).resolve().parents[1] / "book" / "guide" / "predictions.md"
-WIDGETS_SOURCE = Path(__file__).resolve().with_name("widgets.py")
+PREDICTIONS = Path(__file__).resolve().parent / "guide" / "predictions.md"
+WIDGETS_SOURCE = Path(__file__).resolve().parents[1] / "minilib" / "widgets.py"
 MIN_STEP_MINUTES = 3         # the least time a step gets in the suggested plan
 _OFF_PATH = re.compile(r"off\s+the\s+classroom\s+path", re.I)
 _PREDICT = re.compile(r"\bpredict\b(?:\s+(?:first|before\s+\w+(?:\s+\w+)?))?\s*[:—]"
