@@ -117,7 +117,7 @@ class PaperMark:
 
     @property
     def flops(self) -> float:
-        return 6 * 12 * self.n_layer * self.d_model ** 2 * self.tokens
+        return 6.0 * 12 * self.n_layer * self.d_model ** 2 * self.tokens      # a float: BERT's passes int64
 
 
 PAPER_MARKS = {
@@ -534,7 +534,7 @@ def plot(result: dict[str, Any], claim: str | None = None, ax=None):
         span += list(effect - std) + list(effect + std)
         if c["slope_per_decade"] is not None:
             per_x = flops[0] / s[0]["budget_x"]             # FLOPs at 1x
-            xs = np.logspace(np.log10(flops.min()), np.log10(c["paper_flops"]), 50)
+            xs = np.logspace(np.log10(flops.min()), np.log10(float(c["paper_flops"])), 50)
             ax.plot(xs, (c["intercept"] + c["slope_per_decade"] * np.log10(xs / per_x)) * 100, ls="--", lw=1,
                     color=f"C{i}", alpha=0.6)
         papers[c["paper"]] = c["paper_flops"]
