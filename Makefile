@@ -63,11 +63,13 @@ classroom: data
 classroom-server:
 	MINILIB_CLASSROOM=1 $(if $(PROFILE),MINILIB_PROFILE=$(PROFILE)) $(BIN)/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) lessons/
 
-# Unit tests, every lesson under nbval, then the HTML book built and its pages checked in chromium.
+# The lessons' saved outputs checked against the results and checkpoints they read (tools/check_results.py),
+# unit tests, every lesson under nbval, then the HTML book built and its pages checked in chromium.
 # The live widget suite (tests/browser/test_widgets_live.py) stays in widget-test / book-test: it runs
 # every lesson a second time in JupyterLab, too long for CI on top of this. --durations lists the
 # slowest tests, so a CI run that nears its 40-minute budget says where the time went.
 test: data browser book
+	$(PY) tools/check_results.py
 	$(SMOKE) $(BIN)/pytest -q --durations=25 --nbval-lax --nbval-current-env -p no:cacheprovider --ignore=tests/browser tests lessons
 	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -s -p no:cacheprovider tests/browser/test_book.py
 

@@ -162,7 +162,6 @@ def test_show_reads_never_fails_when_nothing_was_recorded(monkeypatch):
 
 
 @pytest.mark.results
-@pytest.mark.skip(reason="enabled by the lead after re-executing 06-08")
 def test_main_lessons_are_fresh(capsys):
     """Every lesson of this checkout was executed at laptop from the results and checkpoints here, and the chapters
     agree on every quantity they noted (make check-results runs the same check as a command)."""
