@@ -18,7 +18,7 @@ batches) the line is instead
 
 and `--json PATH` writes every number (both models, each mode, graph breaks, peak memory). Compiled, the bench
 first counts the graph breaks torch.compile's tracer meets in minilib's loss path (on CUDA: the bf16 head GEMM
-and an fp32 F.cross_entropy, `transformer.head_loss`; it should be 0).
+and an fp32 F.cross_entropy, `lm_loss.head_loss`; it should be 0).
 
 tok/s come from each model's median step time; speed_ratio is the median over the
 interleaved pairs of (hf step time / minilib step time). loss_* are the training losses of
