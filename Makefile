@@ -87,7 +87,7 @@ test-unit: setup
 
 check-results: setup
 	$(BIN)/python tools/check_results.py
-	$(BIN)/pytest -q -p no:cacheprovider -m results tests
+	$(BIN)/pytest -q -p no:cacheprovider --ignore=tests/browser -m results tests
 
 test-lessons: data
 	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env lessons
