@@ -122,7 +122,7 @@ def train_bert_classifier(task: tasks.Task, idx, seed: int, settings: dict, chec
                                                      valid=valid, score=score, callbacks=callbacks, progress=progress)
     result = fine_tune_point(task, idx, seed, config, model, tok, lambda words: word_pieces(tok, words), fit,
                              valid_curve)
-    return {**result, "pretrained": str(checkpoint) if config.pretrained else None,
+    return {**result, "pretrained": provenance.shown_path(checkpoint) if config.pretrained else None,
             "objective": pre.model.cfg.objective}
 
 

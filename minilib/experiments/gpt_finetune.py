@@ -126,7 +126,7 @@ def train_gpt_classifier(task: tasks.Task, idx, seed: int, settings: dict, check
                                                     score=score, callbacks=callbacks, progress=progress)
     result = fine_tune_point(task, idx, seed, config, model, pre.vocab, lambda words: _word_pieces(pre.vocab, words),
                              fit, valid_curve)
-    return {**result, "pretrained": str(checkpoint) if config.pretrained else None}
+    return {**result, "pretrained": provenance.shown_path(checkpoint) if config.pretrained else None}
 
 
 def fine_tune_point(task: tasks.Task, idx, seed: int, config, model, tok, word_pieces, fit, valid_curve: bool = False):

@@ -289,7 +289,7 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
     if partial is not None:
         shutil.rmtree(partial, ignore_errors=True)
     return {"accuracy": 1 - error, "n_test": len(test_labels), "curve": curve, "recipe": asdict(recipe),
-            "lm_seconds": round(lm_seconds, 2), "pretrained": str(checkpoint),
+            "lm_seconds": round(lm_seconds, 2), "pretrained": provenance.shown_path(checkpoint),
             "pretrained_sha256": grid.file_sha256(checkpoint)}
 
 
