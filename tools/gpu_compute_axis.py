@@ -200,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--total", type=float, default=None, help="seconds for everything (default 540; dry 400)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads per process (default 2; dry 1)")
     p.add_argument("--copy-to", type=Path, default=None, help="where the files to bring back go (a call's $OUT)")
+    p.add_argument("--profile", default="laptop", help=argparse.SUPPRESS)    # the rehearsal's inner call: smoke
     args = p.parse_args(argv)
     if args.action == "pack":
         return pack()
@@ -219,13 +220,13 @@ def main(argv: list[str] | None = None) -> int:
             env = {k: v for k, v in os.environ.items() if k not in ("MINILIB_DATA", "MINILIB_PROFILE")}
             env["MINILIB_DEVICE"] = "cpu"
             out = args.copy_to or Path(tmp) / "out"
-            proc = subprocess.run([sys.executable, str(copy / "tools" / Path(__file__).name), "--smoke",
+            proc = subprocess.run([sys.executable, str(copy / "tools" / Path(__file__).name), "--profile", "smoke",
                                    "--total", str(total), "--threads", str(threads), "--copy-to", str(out)],
                                   cwd=copy, env=env)
             if proc.returncode == 0 and args.copy_to is None:
                 print("dry run: brought back " + ", ".join(f.name for f in sorted(out.iterdir())))
             return proc.returncode
-    return call(profile="laptop", total=total, threads=threads, copy_to=args.copy_to)
+    return call(profile=args.profile, total=total, threads=threads, copy_to=args.copy_to)
 
 
 def call(profile: str, total: float, threads: int, copy_to: Path | None) -> int:
@@ -253,12 +254,4 @@ def call(profile: str, total: float, threads: int, copy_to: Path | None) -> int:
 
 
 if __name__ == "__main__":
-    if "--smoke" in sys.argv:            # the dry run's inner call, on the device-like copy
-        argv = [a for a in sys.argv[1:] if a != "--smoke"]
-        a = argparse.ArgumentParser()
-        a.add_argument("--total", type=float)
-        a.add_argument("--threads", type=int)
-        a.add_argument("--copy-to", type=Path)
-        ns = a.parse_args(argv)
-        sys.exit(call("smoke", ns.total, ns.threads, ns.copy_to))
     sys.exit(main())

@@ -233,6 +233,7 @@ def fill(task_names: Sequence | None = None, labels: Sequence | None = None, met
     runnable = sorted((p for p in todo if p["reason"] is None),
                       key=lambda p: (p["estimate_s"] is None, p["estimate_s"] or 0.0))
     rows = []
+    grid.check_cost(sum(p["estimate_s"] or 0.0 for p in runnable), len(runnable))   # the whole plan, said first
     for i, p in enumerate(runnable, 1):
         own = grid.method(p["method"]).settings(prof).get("threads")
         row = grid.run_point(by_name[p["task"]], p["labels"], p["method"], p["seed"], threads=threads or own,
@@ -476,8 +477,6 @@ def cli_run(args, name: str) -> int:
               f"{' (some never timed)' if any(p['estimate_s'] is None for p in runnable) else ''}; "
               f"cannot run: {len(todo) - len(runnable)} points")
     else:
-        runnable = [p for p in missing(prof, **where) if p["reason"] is None]
-        grid.check_cost(sum(p["estimate_s"] or 0.0 for p in runnable), len(runnable))
         fill(**where, threads=args.threads)
     league_cells = table(prof, **where)
     print(markdown(league_cells))
