@@ -133,16 +133,6 @@ def subword_tokenizer(args: argparse.Namespace, kind: str, profile: str, run: Co
     return pretrained_tokenizer(kind, profile)
 
 
-def unigram_nats(train_ids, valid_ids, vocab_size: int) -> float:
-    """Held-out nats per token of the unigram model of the training stream (add-one smoothed): the number a
-    language model must beat to have learned anything about order."""
-    import numpy as np
-
-    counts = np.bincount(np.asarray(train_ids, dtype=np.int64), minlength=vocab_size).astype(np.float64) + 1.0
-    logp = np.log(counts / counts.sum())
-    return float(-logp[np.asarray(valid_ids, dtype=np.int64)].mean())
-
-
 # ----------------------------------------------------------------------------- awd-lstm
 
 
@@ -308,6 +298,7 @@ def budget_suffix(budget: float | None) -> str:
 def pretrain_gpt_command(args: argparse.Namespace) -> int:
     """GPT-1 (Radford et al. 2018) on pretraining_corpus('train') in byte-level BPE, held-out loss on 'valid'."""
     from minilib import data
+    from minilib.eval import perplexity
     from minilib.models.gpt import GPT_SIZES
     from minilib.recipes.gpt import GPTPretrainConfig, encode_documents, pretrain_gpt
 
@@ -324,7 +315,7 @@ def pretrain_gpt_command(args: argparse.Namespace) -> int:
     extra = dict(command=_command_line(args), profile=prof, threads=torch.get_num_threads())
     if run is not None:
         out, ckpt_dir, train_docs, valid_docs = run.out, run.checkpoint_dir, run.train, run.valid
-        extra.update(run.meta, unigram_nats_per_token=unigram_nats(
+        extra.update(run.meta, unigram_nats_per_token=perplexity.unigram_nats(
             encode_documents(tokenizer, train_docs), encode_documents(tokenizer, valid_docs, cfg.valid_tokens),
             tokenizer.vocab_size))
     else:

@@ -126,3 +126,11 @@ def windowed_token_nats(model, ids, block_size: int, stride: int | None = None, 
     finally:
         model.train(was_training)
     return nats.numpy()
+
+
+def unigram_nats(train_ids, valid_ids, vocab_size: int) -> float:
+    """Held-out nats per token of the unigram model of the training stream (add-one smoothed): the number a
+    language model must beat to have learned anything about order."""
+    counts = np.bincount(np.asarray(train_ids, dtype=np.int64), minlength=vocab_size).astype(np.float64) + 1.0
+    logp = np.log(counts / counts.sum())
+    return float(-logp[np.asarray(valid_ids, dtype=np.int64)].mean())
