@@ -14,6 +14,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -42,14 +43,64 @@ def git_commit(root: Path = REPO_ROOT) -> str:
         return "unknown"
 
 
+# How a result names a file (docs/design.md §6): never by a machine's absolute path, so a result reads the same in
+# every checkout and on every machine, and names no one's home or temporary folder.
+DATA_CACHE = "$MINILIB_DATA"                 # the data cache ($MINILIB_DATA, else ~/.cache/minilib), as results name it
+OUTSIDE = "<outside>"                         # any other folder: only the file's own name is kept
+CHECKOUT_FOLDERS = ("checkpoints", ".cache", "results")   # a checkout's folders that results point into
+
+
+def _data_cache() -> Path:
+    # data/sources.cache_dir, repeated here: provenance (layer 0) must not import minilib.data (layer 1)
+    return Path(os.environ.get("MINILIB_DATA") or Path.home() / ".cache" / "minilib").expanduser()
+
+
 def shown_path(path: str | os.PathLike) -> str:
-    """A path as a result records it: relative to the repository when inside it (results stay valid on another
-    machine or worktree), else as given."""
-    path = Path(path)
-    try:
-        return str(path.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return str(path)
+    """A path as a result or checkpoint JSON records it, naming no machine (docs/design.md §6):
+
+    - inside this checkout: relative to it, "checkpoints/gpt-laptop.pt", ".cache/flywheel/x.pt";
+    - inside the data cache ($MINILIB_DATA, else ~/.cache/minilib): "$MINILIB_DATA/<path inside it>";
+    - elsewhere, by its text (portable_path): through another checkout's checkpoints/, .cache/ or results/ folder
+      (a worktree: /work/run-x/checkpoints/x.pt) from that folder on, "checkpoints/x.pt", as if it were this
+      checkout; anything else (a user's own checkpoint in /tmp, say) "<outside>/<file name>", the sha256 a
+      result keeps beside it saying which file it was.
+
+    tools/portable_paths.py rewrites files written before this rule by the same text rule."""
+    path = Path(os.path.expanduser(os.fspath(path)))
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    path = Path(os.path.normpath(path))
+    for root, shown in ((REPO_ROOT, None), (_data_cache(), DATA_CACHE)):
+        for candidate in (path, path.resolve()):
+            try:
+                rel = candidate.relative_to(root).as_posix()
+            except ValueError:
+                continue
+            return (shown if rel == "." else f"{shown}/{rel}") if shown else rel
+    return portable_path(path.as_posix())
+
+
+def portable_path(text: str) -> str:
+    """An absolute path's text without its machine part, judged by the text alone (the machine that wrote it may
+    be gone): the data cache's ".../.cache/minilib/X" -> "$MINILIB_DATA/X"; a checkout's ".../checkpoints/X",
+    ".../.cache/X", ".../results/X" -> "checkpoints/X", ...; anything else "/a/b/name" -> "<outside>/name"."""
+    parts = [p for p in text.split("/") if p]
+    for i in range(len(parts) - 1):
+        if parts[i] == ".cache" and parts[i + 1] == "minilib":
+            return "/".join([DATA_CACHE, *parts[i + 2:]])
+    for i, part in enumerate(parts):
+        if part in CHECKOUT_FOLDERS and i > 0:
+            return "/".join(parts[i:])
+    return f"{OUTSIDE}/{parts[-1]}" if parts else text
+
+
+# an absolute path inside a longer string: at its start, or after a space or "=" ("--out=/tmp/x", "-f /tmp/k.json")
+_EMBEDDED_PATH = re.compile(r"(?<![^\s=])/[^\s/]+(?:/\S*)?")
+
+
+def portable_text(text: str, shown=portable_path) -> str:
+    """`text` (a command line, say) with each absolute path in it replaced by `shown(path)`."""
+    return _EMBEDDED_PATH.sub(lambda m: shown(m.group(0)), text)
 
 
 def stamp(*, seed: int | None = None, **extra: Any) -> dict[str, Any]:
@@ -67,7 +118,7 @@ def stamp(*, seed: int | None = None, **extra: Any) -> dict[str, Any]:
         "torch": torch.__version__,
         "python": sys.version.split()[0],
         "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "command": portable_text(" ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), shown_path),
     }
     out.update(extra)
     return out
@@ -93,6 +144,27 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     """Atomically write pretty JSON."""
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode())
+
+
+VOLATILE = ("seconds", "provenance")             # what a re-run of the same computation changes: time taken, stamp
+
+
+def write_if_changed(path: str | os.PathLike, result: dict, content=None) -> dict:
+    """Write `result` to `path` unless the file already holds the same content; return what the file holds after.
+
+    Content is `content(result)`, by default the result without its VOLATILE keys, compared as it reads back from
+    JSON. So reading a cached result, or computing the same numbers again, never rewrites a tracked results file
+    (its stamp keeps the run that made the numbers); new numbers are written, stamped anew (docs/design.md §6)."""
+    content = content or (lambda r: {k: v for k, v in r.items() if k not in VOLATILE})
+    path = Path(path)
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        previous = None
+    if isinstance(previous, dict) and content(previous) == content(json.loads(json.dumps(result))):
+        return previous
+    write_json(path, result)
+    return result
 
 
 # ----------------------------------------------------------------------------- what a lesson read

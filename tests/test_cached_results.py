@@ -2,6 +2,7 @@
 lessons were written from (mean over 3 seeds at laptop, as in each chapter's table): moving the
 code or the cache format must never silently retrain or change a shipped point."""
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +88,93 @@ def test_every_from_scratch_control_learns_where_bag_of_words_does(task, control
     majority = mean("majority")
     assert mean("bow-lr") < majority
     assert mean(control) < majority - 0.02, f"{control} on {task} does not beat the majority class"
+
+
+# ----------------------------------------------------------------------------- reading never rewrites
+
+def _snapshot(root):
+    """{path: (sha256, inode, mtime_ns)} of every results/ JSON but the baselines' (another run may be filling
+    them while this test runs): a file rewritten with the same bytes still counts as rewritten."""
+    import hashlib
+
+    out = {}
+    for path in sorted((root / "results").rglob("*.json")):
+        if "baselines" not in path.relative_to(root / "results").parts:
+            st = path.stat()
+            out[path] = (hashlib.sha256(path.read_bytes()).hexdigest(), st.st_ino, st.st_mtime_ns)
+    return out
+
+
+def _cli(*argv):
+    from minilib.__main__ import main
+
+    assert main(list(argv)) == 0
+
+
+def _read_paths():
+    """(name, a call that only reads cached results): each single-result experiment's way to show a cached result
+    without computing one, at laptop, where the shipped results were made."""
+    from minilib.experiments import (bert_plateau, compute, compute_axis, elmo_probes, flywheel, parallelism,
+                                     scaling, static_vectors)
+
+    return {
+        "compute-axis --cached-only": lambda: _cli("experiment", "compute-axis", "--cached-only"),
+        "scaling (every run cached)": lambda: _cli("experiment", "scaling"),
+        "compute (reads checkpoints and cached points)": lambda: _cli("experiment", "compute"),
+        "bert-plateau": lambda: (bert_plateau.cached_result("laptop"), bert_plateau.cached_result("laptop", (2, 128))),
+        "compute-axis": lambda: compute_axis.cached_result("laptop"),
+        "compute": lambda: compute.cached_result("laptop"),
+        "elmo-probes": lambda: elmo_probes.cached_result("laptop"),
+        "flywheel": lambda: flywheel.cached_result("laptop"),
+        "parallelism": lambda: parallelism.load_result("laptop"),
+        "scaling": lambda: scaling.load("laptop"),
+        "static-vectors": lambda: static_vectors.cached_result("laptop"),
+    }
+
+
+READ_PATHS = ["compute-axis --cached-only", "scaling (every run cached)",
+              "compute (reads checkpoints and cached points)", "bert-plateau", "compute-axis", "compute",
+              "elmo-probes", "flywheel", "parallelism", "scaling", "static-vectors"]
+
+
+@pytest.mark.parametrize("name", READ_PATHS)
+def test_reading_a_cached_result_never_rewrites_it(name, monkeypatch):
+    """Showing a cached result (a lesson's cell, `experiment NAME --cached-only`, a command whose every point
+    is cached) must leave every results file as it is: writing the same numbers again re-stamps a tracked file
+    (new time, commit, command) and makes the lessons that read it look stale. A write is intercepted (never
+    made: a failing test leaves the repository as it was); one with the file's own content (timings and stamp
+    aside) fails the test, one with new content is a computation, reported as a warning (the file may be stale)."""
+    import json
+    import warnings
+
+    from minilib import provenance
+    from minilib.experiments import scaling
+
+    root = provenance.REPO_ROOT
+    monkeypatch.setenv("MINILIB_PROFILE", "laptop")
+    monkeypatch.setattr(scaling, "train_point", lambda *a, **k: pytest.fail("scaling would train a run"))
+    writes = []
+    real_atomic = provenance.atomic_write_bytes
+
+    def intercepted(path, data):
+        if Path(path).resolve().is_relative_to(root / "results"):
+            writes.append((Path(path).resolve(), data))
+        else:
+            real_atomic(path, data)
+
+    monkeypatch.setattr(provenance, "atomic_write_bytes", intercepted)
+    before = _snapshot(root)
+    _read_paths()[name]()
+    same = []
+    for path, data in writes:
+        new = json.loads(data)
+        old = json.loads(path.read_text()) if path.is_file() else None
+        strip = lambda r: {k: v for k, v in r.items() if k not in provenance.VOLATILE}
+        if isinstance(old, dict) and strip(old) == strip(new):
+            same.append(path.relative_to(root).as_posix())
+        else:
+            warnings.warn(f"{name}: computes other content than {path.relative_to(root)} holds (stale?); not written")
+    assert not same, f"{name} re-saved cached results unchanged: {same}"
+    after = _snapshot(root)
+    changed = [p.relative_to(root).as_posix() for p in before.keys() | after.keys() if before.get(p) != after.get(p)]
+    assert not changed, f"{name} changed results files: {changed}"

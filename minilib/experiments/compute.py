@@ -157,8 +157,8 @@ def run(profile: str | None = None, write: bool = True, log=print) -> dict:
         for p in result["papers"]:
             log(f"{p['name']}: N={p['params']:.3g}, D={p['tokens']:.3g}, C={p['flops']:.2e} FLOPs ({p['source']})")
     result["provenance"] = provenance.stamp()
-    if write:
-        provenance.write_json(RESULTS_DIR / f"compute-{prof}.json", result)
+    if write:   # the same numbers again (all of them are read from checkpoints and cached points): left as it is
+        result = provenance.write_if_changed(RESULTS_DIR / f"compute-{prof}.json", result)
     return result
 
 

@@ -138,7 +138,8 @@ def _mean_std(xs) -> dict:
 def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: ProbesConfig | None = None,
                out: Path | None = None, log=print) -> dict:
     """POS probes (layers 0-2 and static) and WSD (layers 0-2, MFS) over `seeds` seeds; saved stamped to
-    results/elmo-probes-<profile>.json (or `out`). Returns the saved dict."""
+    results/elmo-probes-<profile>.json (or `out`) when the numbers differ from the file's (a re-run that finds the
+    same numbers leaves the file, and its stamp, as they were). Returns what the file holds, with its "path"."""
     from minilib import data
     from minilib.data import UNIVERSAL_TAGS
     from minilib.models.pretrained import load_pretrained
@@ -208,7 +209,8 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
     summary |= {f"wsd_{k}": _mean_std([r["accuracy"] for r in v]) for k, v in wsd.items()}
     summary["wsd_mfs"] = _mean_std([r["mfs"] for r in wsd["l0"]])
     result = {
-        "experiment": "elmo-probes", "checkpoint": str(elmo_path), "checkpoint_sha256": _file_sha256(elmo_path),
+        "experiment": "elmo-probes", "checkpoint": provenance.shown_path(elmo_path),
+        "checkpoint_sha256": _file_sha256(elmo_path),
         "checkpoint_metrics": meta.get("metrics"), "config": asdict(config), "seeds": list(range(seeds)),
         "summary": summary,
         "pos": {k: v for k, v in pos.items()}, "wsd": wsd,
@@ -221,9 +223,15 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
         "provenance": provenance.stamp(seed=0, threads=torch.get_num_threads()),
     }
     path = Path(out) if out else RESULTS_DIR / f"elmo-probes-{profile}.json"
-    provenance.write_json(path, result)
+    result = dict(provenance.write_if_changed(path, result))  # the same numbers again: the file stays as it is
     result["path"] = str(path)
     return result
+
+
+def cached_result(profile: str | None = None) -> dict | None:
+    """results/elmo-probes-<profile>.json as run_probes saved it, or None before it has run (reads only)."""
+    path = RESULTS_DIR / f"elmo-probes-{profile or runtime.profile()}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def summary_line(result: dict, name: str = "elmo-probes") -> str:

@@ -171,7 +171,8 @@ def run(profile: str | None = None, checkpoint: str | Path | None = None, snapsh
         cache_dir: str | Path | None = None, out: str | Path | None = None, write: bool = True,
         log=print) -> dict[str, Any]:
     """Fine-tune `gpt` from every snapshot (cached point by point: an interrupted run resumes) and summarize
-    tokens seen -> accuracy mean/std per task into results/flywheel-<profile>.json (`out`), stamped.
+    tokens seen -> accuracy mean/std per task into results/flywheel-<profile>.json (`out`), stamped, when that
+    differs from the file's (timings and stamp aside: reading every point from the cache rewrites nothing).
     Points train under the current profile (its fine-tuning settings, its point files)."""
     from minilib.models.pretrained import file_sha256, load_pretrained
 
@@ -209,8 +210,9 @@ def run(profile: str | None = None, checkpoint: str | Path | None = None, snapsh
               "seeds": list(config.seeds), "tasks": [t.name for t in task_objs], "checkpoint": checkpoint.name,
               "checkpoint_sha256": file_sha256(checkpoint), "points": points, "reference": reference,
               "seconds": round(time.time() - t0, 1), "provenance": provenance.stamp(seed=None)}
-    if write:
-        provenance.write_json(Path(out or provenance.REPO_ROOT / "results" / f"flywheel-{prof}.json"), result)
+    if write:   # every point read from the cache gives the same summary: the file (and its stamp) stays as it is
+        result = provenance.write_if_changed(Path(out or provenance.REPO_ROOT / "results" / f"flywheel-{prof}.json"),
+                                             result)
     return result
 
 

@@ -290,7 +290,8 @@ def summarize(runs: dict, config: ScalingConfig, profile: str) -> dict:
 
 def run(profile: str | None = None, config: ScalingConfig | None = None, results_dir: str | Path | None = None,
         write: bool = True, log=print) -> dict:
-    """Both sweeps (each run cached) and their fits; written to results_dir/scaling-<profile>.json."""
+    """Both sweeps (each run cached) and their fits; written to results_dir/scaling-<profile>.json when they
+    differ from the file's (timings and stamp aside). Returns what the file holds."""
     prof = profile or runtime.profile()
     default = runtime.pick(SIZES, prof)
     config = config or default
@@ -305,9 +306,9 @@ def run(profile: str | None = None, config: ScalingConfig | None = None, results
     result = summarize(runs, config, prof)
     result["seconds"] = round(time.time() - t0, 1)
     result["provenance"] = provenance.stamp(seed=config.seed)
-    if write:
+    if write:   # every run read from the cache gives the same summary: the file (and its stamp) stays as it is
         name = f"scaling-{prof}.json" if config == default else f"scaling-{prof}-custom.json"
-        provenance.write_json(results_dir / name, result)
+        result = provenance.write_if_changed(results_dir / name, result)
     return result
 
 

@@ -124,12 +124,28 @@ def evaluate_all(models: dict[str, dict]) -> list[dict]:
              "seconds": entry["seconds"]} for name, entry in models.items()]
 
 
+def _scores(result: dict) -> dict:
+    """A saved table without what a re-run changes by itself: each model's training seconds and the stamp."""
+    return {"config": result.get("config"),
+            "rows": [{k: v for k, v in row.items() if k != "seconds"} for row in result.get("rows", [])]}
+
+
 def save_results(rows: list[dict], config: StaticVectorsConfig, path: Path | None = None) -> Path:
-    """Write the table with its provenance stamp to results/static-vectors-<profile>.json."""
+    """Write the table with its provenance stamp to results/static-vectors-<profile>.json, unless the file already
+    holds the same scores (training seconds aside): re-running the lesson with the same numbers leaves it as it
+    was. gensim's threaded SGNS moves its scores run to run, so a run with gensim usually writes."""
     path = path or RESULTS_DIR / f"static-vectors-{runtime.profile()}.json"
-    provenance.write_json(path, {"experiment": "static-vectors", "config": asdict(config), "rows": rows,
-                                 "provenance": provenance.stamp(seed=config.seed)})
+    provenance.write_if_changed(path, {"experiment": "static-vectors", "config": asdict(config), "rows": rows,
+                                       "provenance": provenance.stamp(seed=config.seed)}, content=_scores)
     return path
+
+
+def cached_result(profile: str | None = None) -> dict | None:
+    """results/static-vectors-<profile>.json as save_results wrote it, or None (reads only)."""
+    import json
+
+    path = RESULTS_DIR / f"static-vectors-{profile or runtime.profile()}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def markdown_table(rows: list[dict]) -> str:
