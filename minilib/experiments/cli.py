@@ -2,6 +2,7 @@
 
     python -m minilib experiment sample-efficiency --task rt --labels 100 --methods scratch,ulmfit --seeds 3
     python -m minilib experiment elmo-probes
+    python -m minilib experiment queue --task trec,rt --methods majority,bow-lr --labels 100,1000 --seeds 3 --workers 2
 
 Each experiment lives in its own module with `cli_arguments(parser)` and `cli_run(args) -> int`;
 EXPERIMENTS names them (imported lazily, so one experiment's dependencies never slow another).
@@ -53,6 +54,9 @@ EXPERIMENTS = {  # name -> (module, help)
                      "each claim's effect at 100 labels along pretraining compute: snapshots of one long run at 1/8 … 8x the laptop budget (chapters 06-08)"),
     "gpt-zero-shot": ("minilib.experiments.gpt_zero_shot",
                       "GPT as a classifier before fine-tuning, along its pretraining (chapter 06, GPT-1 §5, Fig. 2)"),
+    "queue": ("minilib.experiments.queue",
+              "fill any grid of points (tasks x methods x labels x seeds) with N worker processes and claim files; "
+              "run it again to resume"),
 }
 
 
