@@ -40,3 +40,20 @@ def test_markdown_table_formats_missing_values():
 def test_sizes_cover_every_profile():
     from minilib import runtime
     assert set(sv.SIZES) == set(runtime.PROFILES)
+
+
+@pytest.mark.data
+def test_gensim_reference_repeats_across_processes():
+    # two fresh interpreters (each its own PYTHONHASHSEED) train gensim's SGNS on the same real sentences:
+    # the same vectors, so re-running chapter 01 leaves results/static-vectors-<profile>.json as it was
+    import subprocess
+    import sys
+
+    code = ("import hashlib; from minilib.experiments import static_vectors as sv;"
+            "c = sv.StaticVectorsConfig(words=20_000, epochs=1, dim=16, min_count=2);"
+            "v, _, _ = sv.train_gensim(sv.corpus_sentences(c.words), c);"
+            "print(hashlib.sha256(v.vectors.tobytes()).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
+               for seed in (1, 2)}
+    assert len(digests) == 1, "gensim's SGNS should give the same vectors in every process"

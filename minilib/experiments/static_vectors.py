@@ -13,8 +13,8 @@ on 6 billion tokens.
 """
 from __future__ import annotations
 
-import os
 import time
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -56,11 +56,20 @@ def corpus_sentences(max_words: int | None) -> list[list[str]]:
     return [tokens for doc in docs for line in doc.text.split("\n") if (tokens := data.tokenize(line))]
 
 
+def _stable_hash(text: str) -> int:
+    """gensim seeds each word's initial vector with hash(word + seed); Python's str hash changes from process to
+    process (PYTHONHASHSEED), crc32 does not."""
+    return zlib.crc32(text.encode("utf-8"))
+
+
 def train_gensim(sentences: list[list[str]], config: StaticVectorsConfig, lr: float = 0.025,
-                 workers: int | None = None) -> tuple[WordVectors, float, float]:
+                 workers: int = 1) -> tuple[WordVectors, float, float]:
     """gensim's skip-gram with the same settings; returns the vectors and the wall and CPU seconds of training.
 
-    The vocabulary is built outside the timer, as minilib's is, so both time only the passes.
+    One worker thread and a stable word hash make a run repeatable (gensim's own advice: threads interleave
+    their updates in an order the OS picks), so re-running the lesson gives the same scores and leaves
+    its results file as it was. The vocabulary is built outside the timer, as minilib's is, so both time only
+    the passes.
     """
     try:
         from gensim.models import Word2Vec as GensimWord2Vec
@@ -68,7 +77,7 @@ def train_gensim(sentences: list[list[str]], config: StaticVectorsConfig, lr: fl
         raise ImportError("gensim is the reference implementation, a dev dependency: pip install -e .[dev]") from exc
     model = GensimWord2Vec(sg=1, hs=0, negative=config.negative, window=config.window, vector_size=config.dim,
                            min_count=config.min_count, sample=config.sample, alpha=lr, min_alpha=lr * 1e-4,
-                           epochs=config.epochs, workers=workers or os.cpu_count() or 1, seed=config.seed)
+                           epochs=config.epochs, workers=workers, seed=config.seed, hashfxn=_stable_hash)
     model.build_vocab(sentences)
     start, cpu_start = time.perf_counter(), time.process_time()
     model.train(sentences, total_examples=len(sentences), epochs=config.epochs)
