@@ -17,6 +17,7 @@ Checkpoints are written in the one pretrained format (minilib/models/pretrained.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -273,6 +274,10 @@ def add_gpt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=None, help="optimizer steps of the schedule (default: per profile)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then cosine to 0)")
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests; the run then counts as finished)")
+    p.add_argument("--sentence-window", type=int, default=None, metavar="T",
+                   help="train on windows of T tokens that each begin at a sentence start, as a fine-tuned input "
+                        "does, with as many more windows a step as keeps its tokens (default: windows of the "
+                        "model's context at any offset; default out: ...-sent<T>.pt)")
     add_budget_argument(p)
     add_corpus_arguments(p, subword=True)
     add_run_arguments(p, "gpt")
@@ -310,7 +315,16 @@ def pretrain_gpt_command(args: argparse.Namespace) -> int:
     cfg = GPTPretrainConfig.for_profile(prof, seed=args.seed, **overrides)
     if args.budget is not None:
         cfg = cfg.at_budget(args.budget)
-    run = corpus_run(args, "gpt", prof, words, budget_suffix(args.budget))
+    suffix = budget_suffix(args.budget)
+    block = GPT_SIZES[prof]["block_size"]
+    if args.sentence_window is not None:
+        if not 8 <= args.sentence_window <= block or (cfg.batch_size * block) % args.sentence_window:
+            raise runtime.UsageError(f"--sentence-window {args.sentence_window}: give a length from 8 to the "
+                                     f"model's context ({block}) that divides {cfg.batch_size * block} tokens a step")
+        cfg = dataclasses.replace(cfg, sentence_window=args.sentence_window,
+                                  batch_size=cfg.batch_size * block // args.sentence_window)
+        suffix += f"-sent{args.sentence_window}"
+    run = corpus_run(args, "gpt", prof, words, suffix)
     tokenizer = subword_tokenizer(args, "bpe", prof, run)
     extra = dict(command=_command_line(args), profile=prof, threads=torch.get_num_threads())
     if run is not None:
@@ -319,10 +333,10 @@ def pretrain_gpt_command(args: argparse.Namespace) -> int:
             encode_documents(tokenizer, train_docs), encode_documents(tokenizer, valid_docs, cfg.valid_tokens),
             tokenizer.vocab_size))
     else:
-        out = args.out or provenance.REPO_ROOT / "checkpoints" / f"gpt-{prof}{budget_suffix(args.budget)}.pt"
+        out = args.out or provenance.REPO_ROOT / "checkpoints" / f"gpt-{prof}{suffix}.pt"
         ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
         train_docs, valid_docs = data.pretraining_corpus("train", max_words=words), data.pretraining_corpus("valid")
-    print(f"{cfg.steps:,} steps, {cfg.steps * cfg.batch_size * GPT_SIZES[prof]['block_size']:,} tokens "
+    print(f"{cfg.steps:,} steps, {cfg.steps * cfg.batch_size * (cfg.sentence_window or block):,} tokens "
           f"({cfg.schedule} schedule); resumable from {ckpt_dir}: run the same command again to continue")
     m = pretrain_gpt(cfg, train_docs, valid_docs, out, tokenizer,
                      progress=False if args.progress == "off" else "console",

@@ -95,12 +95,16 @@ class RandomWindows:
     resumed run draws the same batches.
     """
 
-    def __init__(self, ids, batch_size: int, block_size: int, steps: int, seed: int = 0):
+    def __init__(self, ids, batch_size: int, block_size: int, steps: int, seed: int = 0, starts=None):
         self.ids = np.asarray(ids)
         if len(self.ids) <= block_size + 1:
             raise ValueError(f"a stream of {len(self.ids)} tokens is too short for block_size={block_size}: "
                              f"use more text or a shorter block")
         self.batch_size, self.block_size, self.steps, self.seed, self.epoch = batch_size, block_size, steps, seed, 0
+        # `starts`: the only offsets a window may begin at (e.g. sentence starts); None = any offset
+        self.starts = None if starts is None else np.asarray(starts)[np.asarray(starts) < len(self.ids) - block_size - 1]
+        if self.starts is not None and len(self.starts) == 0:
+            raise ValueError(f"no allowed start leaves room for a window of {block_size} tokens")
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -112,7 +116,10 @@ class RandomWindows:
         rng = np.random.default_rng((self.seed, self.epoch))
         span = np.arange(self.block_size + 1)
         for _ in range(self.steps):
-            starts = rng.integers(0, len(self.ids) - self.block_size - 1, self.batch_size)
+            if self.starts is None:
+                starts = rng.integers(0, len(self.ids) - self.block_size - 1, self.batch_size)
+            else:
+                starts = self.starts[rng.integers(0, len(self.starts), self.batch_size)]
             w = torch.from_numpy(self.ids[starts[:, None] + span].astype(np.int64))   # (B, block_size + 1)
             yield w[:, :-1], w[:, 1:]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,9 @@ class GPTPretrainConfig:
     valid_tokens: int = 100_000    # held-out BPE tokens scored at each evaluation
     seed: int = 0
     schedule: str = "cosine"       # §4.1: "annealed to 0 using a cosine schedule"; "wsd" for a run at a budget
+    # None: windows of the model's block_size at any offset (GPT-1 §4.1: contiguous 512-token sequences). A number:
+    # windows of that many tokens that each begin at a sentence start, as a fine-tuned input does
+    sentence_window: int | None = None
 
     def at_budget(self, budget: float) -> "GPTPretrainConfig":
         """This run stretched to `budget` × its compute (the compute axis): budget × the steps on the same
@@ -94,6 +98,22 @@ def document_encodings(tokenizer, docs, batch: int = 256):
     for start in range(0, len(texts), batch):
         yield from zip(texts[start:start + batch],
                        tokenizer.hf.encode_batch(texts[start:start + batch], add_special_tokens=False))
+
+
+SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=\S)")
+
+
+def sentence_starts(tokenizer, docs) -> tuple[np.ndarray, np.ndarray]:
+    """(stream, starts): encode_documents' stream of `docs`, and the offset in it of the first token of every
+    sentence (a document's first, and each after a '.', '!' or '?' and white space)."""
+    out, starts, total = [], [], 0
+    for text, enc in document_encodings(tokenizer, docs):
+        chars = [0] + [m.end() for m in SENTENCE_END.finditer(text)]
+        tokens = {enc.char_to_token(c) for c in chars} - {None}
+        starts.extend(total + t for t in sorted(tokens))
+        out.append(np.asarray(enc.ids + [tokenizer.eos_id], dtype=np.int32))
+        total += len(out[-1])
+    return np.concatenate(out), np.asarray(starts, dtype=np.int64)
 
 
 def encode_documents(tokenizer, docs, max_tokens: int | None = None) -> np.ndarray:
@@ -172,10 +192,13 @@ def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, to
     t0 = time.time()
     runtime.seed_everything(config.seed)
     model = GPT(gpt_config(tokenizer.vocab_size, config.profile))
-    T = model.cfg.block_size
-    train_ids = encode_documents(tokenizer, train_docs)
+    T = config.sentence_window or model.cfg.block_size       # the training windows' length
+    if config.sentence_window:
+        train_ids, starts = sentence_starts(tokenizer, train_docs)
+    else:
+        train_ids, starts = encode_documents(tokenizer, train_docs), None
     valid_ids = encode_documents(tokenizer, valid_docs, max_tokens=config.valid_tokens)
-    train = RandomWindows(train_ids, config.batch_size, T, config.steps, seed=config.seed)
+    train = RandomWindows(train_ids, config.batch_size, T, config.steps, seed=config.seed, starts=starts)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     curve = HeldOutCurve(model, valid_ids, config.eval_every, config.batch_size * T,
                          checkpoint_dir / "snapshots" if checkpoint_dir else None)
@@ -189,7 +212,7 @@ def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, to
     model.cpu()
     fp32 = curve.points[-1]["valid_nats_per_token"]
     round_to_half(model)                                     # the metric below is the saved model's
-    nats, n = windowed_nats(model, valid_ids, T)
+    nats, n = windowed_nats(model, valid_ids, model.cfg.block_size)
     valid_text_bytes = len(tokenizer.decode(valid_ids[1:]).encode("utf-8"))
     metrics = {"valid_nats_per_token": nats / n, "valid_nats_per_token_fp32": fp32,
                "valid_bits_per_byte": nats / math.log(2) / valid_text_bytes, "valid_tokens": n,
