@@ -19,8 +19,12 @@ while another runs is done once, after it, with the latest values), a
 button click while its handler runs or within a double-click's interval of
 its end is dropped (a true double-click queues its second click behind the
 first), and an error is one line instead of a traceback. Slow work reports on
-a progress bar and a line inside the panel. Every panel is at most
-`MAX_HEIGHT` high, so it fits on a projected screen.
+a progress bar and a line inside the panel.
+
+Every panel fits a 1366×768 laptop's notebook area (about 650 px high in JupyterLab) and is at most
+`MAX_HEIGHT` high; a plot is at most `MAX_PLOT_HEIGHT_PX` tall (`png` renders a taller figure at a lower
+dpi) and is shown at its own size, never stretched to the panel's width (tests/browser measure both).
+After an error the stale plot is hidden under the ⚠ line, and a long value is never echoed whole.
 
 Classroom mode (`make classroom`, i.e. MINILIB_CLASSROOM=1; `runtime.classroom()`): every panel
 answers from what is cached at once, and live training is opt-in. A "train this point" button is
@@ -43,9 +47,12 @@ from matplotlib.figure import Figure
 
 from minilib import runtime, viz
 
-MAX_HEIGHT = "800px"      # a panel never grows taller than a projected screen
-PLOT_DPI = 100            # figure inches x 100 = pixels of the PNG
-MAX_PLOT_HEIGHT_PX = 420  # every figure here is at most this tall (checked by the tests)
+MAX_HEIGHT = "620px"      # a panel fits a 1366×768 laptop's notebook area (~650 px in JupyterLab)
+PLOT_DPI = 100            # figure inches x 100 = pixels of the PNG (a taller figure: fewer dots per inch)
+MAX_PLOT_HEIGHT_PX = 360  # every plot here is at most this tall (png; checked by the tests)
+MAX_ECHO = 40             # a typed value echoed in a message is cut to this many characters
+MAX_MESSAGE = 300         # an error line is cut to this many characters
+SEEDS = (0, 99)           # the seeds a "train this point" may ask for; outside, the box says so and clamps
 DOUBLE_CLICK_S = 0.5      # a click this soon after the last run ended is the second half of a double-click
 WIDE = {"description_width": "initial"}  # a description as wide as its text ("temperature", not "temperat…")
 
@@ -60,10 +67,28 @@ def figure(width: float, height: float, ncols: int = 1):
 
 
 def png(fig: Figure) -> bytes:
-    """The figure rendered to PNG bytes by Agg."""
+    """The figure rendered to PNG bytes by Agg, at PLOT_DPI, or fewer dots per inch if that would make it
+    taller than MAX_PLOT_HEIGHT_PX (the whole figure scaled down, as the browser would, but drawn sharp)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=PLOT_DPI)
+    fig.savefig(buf, format="png", dpi=min(PLOT_DPI, MAX_PLOT_HEIGHT_PX / fig.get_figheight()))
     return buf.getvalue()
+
+
+def clip(value: str, limit: int = MAX_ECHO) -> str:
+    """`value` cut to `limit` characters (with "…" and its length), for echoing typed input in a message."""
+    value = str(value)
+    return value if len(value) <= limit else f"{value[:limit]}… ({len(value):,} characters)"
+
+
+def token_words(tok, ids) -> list[str]:
+    """Each token id as the text it stands for, for a plot's labels: BPE's "Ġthe" is "the", WordPiece's
+    "##ing" is "ing", a space alone "␣" and a newline "⏎" (`tok.id_to_token` shows the tokenizer's marks)."""
+    words = []
+    for i in ids:
+        text = tok.decode([int(i)])
+        text = text[2:] if text.startswith("##") else text
+        words.append(text.strip() or ("⏎" if "\n" in text else "␣"))
+    return words
 
 
 class Panel:
@@ -77,7 +102,9 @@ class Panel:
     def __init__(self, controls: Sequence[w.Widget], plot: bool = True, progress: bool = False,
                  text_height: str = "130px"):
         self.text = w.HTML(layout=w.Layout(max_height=text_height, overflow="auto"))
-        self.image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto")) if plot else None
+        # align_self: at the PNG's own size; a VBox would stretch it to the panel's width (blurred, too tall)
+        self.image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto", align_self="flex-start")
+                             ) if plot else None
         self.bar = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(width="220px")) if progress else None
         self.step = w.HTML() if progress else None
         parts = [*controls, self.text]
@@ -93,11 +120,30 @@ class Panel:
     def say(self, *lines: str) -> None:
         """Replace the text area with these lines."""
         body = html.escape("\n".join(lines))
-        self.text.value = f"<pre style='margin:0; white-space:pre-wrap; line-height:1.35'>{body}</pre>"
+        self.text.value = (f"<pre style='margin:0; white-space:pre-wrap; overflow-wrap:anywhere; "
+                           f"line-height:1.35'>{body}</pre>")
 
     def show(self, fig: Figure) -> None:
-        """Replace the plot with this figure."""
+        """Replace the plot with this figure (and show it again if an error had hidden it)."""
         self.image.value = png(fig)
+        self.image.layout.display = None
+
+    def note(self, line: str) -> None:
+        """Say `line` on the progress line (the bar stays where it is); on the text area without one."""
+        if self.step is not None:
+            self.step.value = html.escape(line)
+        else:
+            self.say(line)
+
+    def clamp(self, box: w.IntText, lo: int, hi: int, what: str = "seed") -> None:
+        """Keep `box` within lo..hi, and say so when it changes a value typed outside (never silently)."""
+        def check(change):
+            value = change["new"]
+            if not lo <= value <= hi:
+                kept = min(max(value, lo), hi)
+                box.value = kept
+                self.note(f"{what} {value} is outside {lo}–{hi}: set to {kept}")
+        box.observe(check, names="value")
 
     def progress(self, done: float, total: float, line: str) -> None:
         """Move the bar to done/total and say what is happening (sent to the browser at once)."""
@@ -111,7 +157,9 @@ class Panel:
         try:
             fn()
         except Exception as exc:  # a widget must never crash in front of a room
-            self.say(f"⚠ {type(exc).__name__}: {exc}")
+            self.say(clip(f"⚠ {type(exc).__name__}: {exc}", MAX_MESSAGE))
+            if self.image is not None:  # the old plot would pass for the answer to this input
+                self.image.layout.display = "none"
         finally:
             self._busy = False
 
@@ -178,23 +226,35 @@ class LiveTraining:
         return self.opt_in is None or bool(self.opt_in.value)
 
     def hint(self) -> str:
-        """What to do to train a point: "press 'train this point'" (first tick the box in classroom mode)."""
+        """What to do to train a point: "press 'train this point'" (first tick the box while it is unticked)."""
         press = f"press '{self.description}'"
-        return press if self.opt_in is None else f"tick '{self.OPT_IN}', then {press}"
+        return press if self.allowed else f"tick '{self.OPT_IN}', then {press}"
 
     def note(self, profile: str) -> str:
-        """The panel's progress line in classroom mode, before anything is trained."""
+        """The panel's progress line in classroom mode, as the box is now: off (the start) or allowed."""
+        if self.allowed:
+            return (f"classroom mode: live training is allowed — {self.hint()} to train a point at {profile} "
+                    f"sizes (minutes on a CPU); untick '{self.OPT_IN}' to turn it off")
         return (f"classroom mode: cached results only; live training is off — tick '{self.OPT_IN}' to train "
                 f"a point at {profile} sizes (minutes on a CPU)")
 
-    def on_click(self, panel: Panel, fn: Callable[[], None], profile: str) -> None:
-        """Run `fn` on a click, through the panel's guard, only while live training is allowed."""
+    def on_click(self, panel: Panel, fn: Callable[[], None], profile: str,
+                 redraw: Callable[[], None] | None = None) -> None:
+        """Run `fn` on a click, through the panel's guard, only while live training is allowed. In classroom
+        mode, ticking or unticking the box says so on the progress line at once and runs `redraw` (the
+        panel's hints follow the box)."""
         def guarded():
             if not self.allowed:
                 panel.progress(0, 1, self.note(profile))
                 return
             fn()
         self.button.on_click(panel.click(self.button, guarded, enabled=lambda: self.allowed))
+        if self.opt_in is not None:
+            def follow():
+                panel.progress(0, 1, self.note(profile))
+                if redraw is not None:
+                    redraw()
+            self.opt_in.observe(panel.update(follow), names="value")
 
 
 def _pre(text: str, width: int = 100) -> str:
@@ -251,11 +311,12 @@ def check_word(vectors, word: str, model: str = "this model") -> str:
     if not word:
         raise ValueError("type a word first")
     if " " in word:
-        raise ValueError(f"one word at a time, please (got {word!r})")
+        raise ValueError(f"one word at a time, please (got {clip(word)!r})")
     if word not in vectors:
-        close = difflib.get_close_matches(word, vectors.words[:50_000], n=5, cutoff=0.75)
+        close = difflib.get_close_matches(word, vectors.words[:50_000], n=5, cutoff=0.75) \
+            if len(word) <= MAX_ECHO else []   # no word of the vocabulary is that long
         hint = f"; close matches: {', '.join(close)}" if close else ""
-        raise ValueError(f"{word!r} is not in the vocabulary of {model}{hint}")
+        raise ValueError(f"{clip(word)!r} is not in the vocabulary of {model}{hint}")
     return word
 
 
@@ -271,7 +332,7 @@ def neighbours_explorer(models: dict, word: str = "apple", topn: int = 10) -> w.
         pairs = vectors.most_similar(query, topn=topn)
         panel.say(f"nearest to {query!r} in {picker.value}:",
                   _pre("  " + ", ".join(f"{n} ({s:.2f})" for n, s in pairs)))
-        fig, ax = figure(5.5, 4)
+        fig, ax = figure(5.5, 3.6)
         viz.projection(vectors, [query] + [n for n, _ in pairs], highlight=query, ax=ax)
         panel.show(fig)
 
@@ -350,7 +411,7 @@ def generation_explorer(models: dict, vocab, prompt: str = "the president said",
             raise ValueError("the prompt is very long: a few words are enough")
         ids = tok.encode(box.value)
         if not ids:
-            raise ValueError(f"the prompt {box.value!r} has no words: type at least one")
+            raise ValueError(f"the prompt {clip(box.value)!r} has no words: type at least one")
         model = models[picker.value]
         text = generate(model, tok, box.value, n_words=length.value, temperature=temperature.value,
                         top_k=top_k.value or None, seed=seed[0])
@@ -397,7 +458,7 @@ def cloze_explorer(bert, bert_tok, gpt, gpt_tok, sentence: str = "the [MASK] sai
                 blank.options, blank.value = list(range(1, n + 1)), min(blank.value or 1, n)
         panel.say(*(f"blank {i + 1}: " + " | ".join(f"{name.split()[0]}: " + ", ".join(g[i].tokens[:3])
                                                    for name, g in both.items()) for i in range(n)))
-        fig, axes = figure(8, 0.28 * top_k.value + 1.2, ncols=2)
+        fig, axes = figure(8, min(0.22 * top_k.value + 1.1, 3.6), ncols=2)
         marked = MASK.sub("___", box.value.strip())
         for ax, (name, guesses) in zip(axes, both.items()):
             g = guesses[blank.value - 1]
@@ -496,11 +557,11 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
                                description="labels")
     boxes = {m: w.Checkbox(value=True, description=style[m]["label"].split(" (")[0], indent=False,
                            layout=w.Layout(width="auto", margin="0 16px 0 0")) for m in methods}
-    seed = w.BoundedIntText(value=max(config.seeds) + 1, min=0, max=99, description="seed",
-                            layout=w.Layout(width="160px"))
+    seed = w.IntText(value=max(config.seeds) + 1, description="seed", layout=w.Layout(width="160px"))
     live_training = LiveTraining()
     panel = Panel([w.HBox([labels, seed, *live_training.controls]), w.HBox(list(boxes.values()))], progress=True,
                   text_height="120px")
+    panel.clamp(seed, *SEEDS)
     live: list[dict] = []  # points trained in this panel, at the live profile's sizes: never mixed into `grid`
     notes: list[str] = []  # what the last click could not train, and why
     panel.progress(0, 1, live_training.note(live_profile) if live_training.opt_in is not None else
@@ -511,13 +572,22 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
         n = resolve(labels.value)
         summary = [r for r in grid if r["method"] in chosen]
         points = [p for p in live if p["method"] in chosen]
-        lines = [f"{r['method']:18s} at {n:>5,} labels: error {r['error']:.1%} ± {r['error_std']:.1%} "
-                 f"({r['seeds']} seed{'s' * (r['seeds'] > 1)}, cached {grid_prof} grid)"
-                 for r in summary if r["n_labels"] == n]
-        lines += [f"{p['method']:18s} at {p['n_labels']:>5,} labels: error {p['error']:.1%} "
-                  f"(seed {p['seed']}, trained here at {live_profile} sizes, not in the mean)" for p in points]
-        panel.say(*(lines or [f"no cached {grid_prof} points for these methods: {live_training.hint()}"]), *notes)
-        fig, (ax, curves) = figure(10, 3.8, ncols=2)
+        cached = [f"{r['method']:18s} at {n:>5,} labels: error {r['error']:.1%} ± {r['error_std']:.1%} "
+                  f"({r['seeds']} seed{'s' * (r['seeds'] > 1)}, cached {grid_prof} grid)"
+                  for r in summary if r["n_labels"] == n]
+        if not chosen:
+            cached = ["tick at least one method"]
+        elif not cached and summary:   # the methods have cached points, at other label counts
+            have = sorted({r["n_labels"] for r in summary})
+            cached = [f"no cached {grid_prof} points at {labels.value} labels (cached: {', '.join(map(str, have))} "
+                      f"labels); to see one here, {live_training.hint()}"]
+        elif not cached:
+            cached = [f"no cached {grid_prof} points for these methods: {live_training.hint()}"]
+        # the newest first: a live point's line is never scrolled out of the text area by the cached ones
+        trained = [f"{p['method']:18s} at {p['n_labels']:>5,} labels: error {p['error']:.1%} "
+                   f"(seed {p['seed']}, trained here at {live_profile} sizes, not in the mean)" for p in points[::-1]]
+        panel.say(*notes, *trained, *cached)
+        fig, (ax, curves) = figure(10, 3.4, ncols=2)
         plot_grid(summary, ax)
         for p in points:
             ax.scatter([p["n_labels"]], [p["error"] * 100], s=90, facecolors="none", linewidths=2,
@@ -568,7 +638,7 @@ def sample_efficiency_explorer(task: str, pretrained_path, config=None, results_
     labels.observe(panel.update(draw), names="value")
     for b in boxes.values():
         b.observe(panel.update(draw), names="value")
-    live_training.on_click(panel, train_point, live_profile)
+    live_training.on_click(panel, train_point, live_profile, redraw=draw)
     panel.update(draw)()
     return panel.box
 
@@ -660,9 +730,10 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
     counts.sort(key=lambda n: float("inf") if n == runner.ALL else n)
     labels = w.SelectionSlider(options=[(str(n), n) for n in counts], value=100 if 100 in counts else counts[0],
                                description="labels")
-    seed = w.BoundedIntText(value=0, min=0, max=99, description="seed", layout=w.Layout(width="160px"))
+    seed = w.IntText(value=0, description="seed", layout=w.Layout(width="160px"))
     live_training = LiveTraining()
-    panel = Panel([w.HBox([labels, seed, *live_training.controls])], progress=True, text_height="150px")
+    panel = Panel([w.HBox([labels, seed, *live_training.controls])], progress=True, text_height="130px")
+    panel.clamp(seed, *SEEDS)
     live: list[dict] = []  # points trained in this panel (live profile's sizes): never mixed into `grid`
     panel.progress(0, 1, live_training.note(live_profile) if live_training.opt_in is not None else
                    f"'train this point' trains all {len(arms)} arms at {live_profile} sizes, "
@@ -672,13 +743,17 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
         at_n = grid.get(labels.value, [])
         n = at_n[0]["n_labels"] if at_n else None
         summary = summarize([r for rows in grid.values() for r in rows])
-        lines = [f"{r['arm']:16s} at {r['n_labels']:>5,} labels: accuracy {r['accuracy']:.1%} ± "
-                 f"{r['accuracy_std']:.1%} ({r['seeds']} seed{'s' * (r['seeds'] > 1)}, cached {grid_prof} grid)"
-                 for r in summarize(at_n)]
-        lines += [f"{p['arm']:16s} at {p['n_labels']:>5,} labels: accuracy {p['accuracy']:.1%} "
-                  f"(seed {p['seed']}, trained here at {live_profile} sizes, not in the mean)" for p in live]
-        panel.say(*(lines or [f"no cached {grid_prof} points at {labels.value} labels: {live_training.hint()}"]))
-        fig, (ax, epochs) = figure(10, 3.8, ncols=2)
+        cached = [f"{r['arm']:16s} at {r['n_labels']:>5,} labels: accuracy {r['accuracy']:.1%} ± "
+                  f"{r['accuracy_std']:.1%} ({r['seeds']} seed{'s' * (r['seeds'] > 1)}, cached {grid_prof} grid)"
+                  for r in summarize(at_n)]
+        # the newest first (the last click's arms, in their order): never scrolled out of the text area
+        clicks = list(dict.fromkeys((p["n_labels"], p["seed"]) for p in live))[::-1]
+        trained = [f"{p['arm']:16s} at {p['n_labels']:>5,} labels: accuracy {p['accuracy']:.1%} "
+                   f"(seed {p['seed']}, trained here at {live_profile} sizes, not in the mean)"
+                   for click in clicks for p in live if (p["n_labels"], p["seed"]) == click]
+        panel.say(*trained, *(cached or [f"no cached {grid_prof} points at {labels.value} labels: "
+                                         f"{live_training.hint()}"]))
+        fig, (ax, epochs) = figure(10, 3.4, ncols=2)
         for arm in arms:
             rows = sorted((r for r in summary if r["arm"] == arm), key=lambda r: r["n_labels"])
             if rows:
@@ -725,7 +800,7 @@ def downstream_explorer(elmo_path, config=None, results_dir=None, grid_profile: 
         draw()
 
     labels.observe(panel.update(draw), names="value")
-    live_training.on_click(panel, train_point, live_profile)
+    live_training.on_click(panel, train_point, live_profile, redraw=draw)
     panel.update(draw)()
     return panel.box
 
@@ -762,7 +837,7 @@ def scaling_explorer(summary: dict) -> w.VBox:
                   f"{tokens['tokens']:,.0f} tokens → predicted {tokens['loss']:.3f} nats/token ({where(tokens)})",
                   f"measured, nearest in compute: {near['shape']} on {near['tokens']:,} tokens, C = "
                   f"{near['flops']:.2e}: {near['valid_nats_per_token']:.3f} nats/token")
-        fig, ax = figure(7.5, 3.8)
+        fig, ax = figure(7.5, 3.4)
         scaling.plot_compute(summary, ax=ax, flops=budget.value)
         ax.set_title(f"{summary['profile']} runs: ★ the fits' predictions at {budget.value:.2e} FLOPs", fontsize=9)
         panel.show(fig)
@@ -776,9 +851,10 @@ def scaling_explorer(summary: dict) -> w.VBox:
 def league_explorer(grid_profile: str = "laptop", results_dir=None) -> w.VBox:
     """Chapter 08: one column of the league at a time. Pick a task and a label count: every era's cached
     test error (mean ± std over its seeds, `grid_profile`'s grid) shows at once as a bar, the simple
-    baselines hatched and the best of the column starred; an era that has not run says why. Pick an era and
-    a seed and "train this point" trains it live through the one grid runner at the current profile's sizes:
-    a ring on that era's bar, its own line, never in the cached mean (a cached point answers at once)."""
+    baselines hatched and the best of the column starred; an era that has not run says why. Pick an era (its
+    bar is outlined in red and its line marked ▶) and a seed and "train this point" trains it live through the
+    one grid runner at the current profile's sizes: a ring on that era's bar, its own line at the top of the
+    text, never in the cached mean (a cached point answers at once)."""
     from minilib import tasks as task_registry
     from minilib.experiments import grid as grid_runner
     from minilib.experiments import league
@@ -791,10 +867,12 @@ def league_explorer(grid_profile: str = "laptop", results_dir=None) -> w.VBox:
     labels = w.SelectionSlider(options=[(str(n), n) for n in label_options], value=label_options[0],
                                description="labels")
     era = w.Dropdown(description="era", style=WIDE)
-    seed = w.BoundedIntText(value=len(league.SEEDS), min=0, max=99, description="seed", layout=w.Layout(width="160px"))
+    seed = w.IntText(value=len(league.SEEDS), description="seed", layout=w.Layout(width="160px"))
     live_training = LiveTraining()
     panel = Panel([w.HBox([task, labels]), w.HBox([era, seed, *live_training.controls])], progress=True,
-                  text_height="150px")
+                  text_height="130px")
+    panel.clamp(seed, *SEEDS)
+    syncing = [False]           # the era picker's options are being set for a new column: no redraw of its own
     live: list[dict] = []       # points trained in this panel, at the live profile: never in the cached means
     panel.progress(0, 1, live_training.note(live_profile) if live_training.opt_in is not None else
                    f"'train this point' trains at {live_profile} sizes, shown apart from the {grid_profile} league")
@@ -804,31 +882,37 @@ def league_explorer(grid_profile: str = "laptop", results_dir=None) -> w.VBox:
 
     def runnable_eras():
         keep = era.value
-        era.options = [(c["era"], c["method"]) for c in column() if c["reason"] in (None, "not run")] or [("—", None)]
-        methods = [m for _, m in era.options]
-        era.value = keep if keep in methods else methods[0]
+        syncing[0] = True
+        try:
+            era.options = [(c["era"], c["method"]) for c in column()
+                           if c["reason"] in (None, "not run")] or [("—", None)]
+            methods = [m for _, m in era.options]
+            era.value = keep if keep in methods else methods[0]
+        finally:
+            syncing[0] = False
 
     def draw():
         cells = column()
-        lines = []
+        # the newest first: a point trained here is never scrolled out of the text area by the column
+        lines = [f"  {'':13s} {p['method']:12s} error {p['error']:.1%} (seed {p['seed']}, trained here "
+                 f"at {live_profile} sizes, not in the mean)"
+                 for p in live[::-1] if p["task"] == task.value and p["labels"] == labels.value]
         for c in cells:
+            mark = "▶ " if c["method"] is not None and c["method"] == era.value else "  "   # the era picked
             if c["error"] is not None:
-                lines.append(f"{c['era']:13s} {c['method']:12s} error {c['error']:.1%} ± {c['error_std']:.1%} "
+                lines.append(f"{mark}{c['era']:13s} {c['method']:12s} error {c['error']:.1%} ± {c['error_std']:.1%} "
                              f"({c['seeds']} seed{'s' * (c['seeds'] > 1)}){'  ★ best' if c['best'] else ''}")
             else:
-                lines.append(f"{c['era']:13s} {c['method'] or '':12s} {'— ' + c['reason']}")
-        for p in live:
-            if p["task"] == task.value and p["labels"] == labels.value:
-                lines.append(f"{'':13s} {p['method']:12s} error {p['error']:.1%} (seed {p['seed']}, trained here "
-                             f"at {live_profile} sizes, not in the mean)")
+                lines.append(f"{mark}{c['era']:13s} {c['method'] or '':12s} {'— ' + c['reason']}")
         panel.say(*lines)
-        fig, ax = figure(7.5, 3.9)
+        fig, ax = figure(7.5, 3.4)
         shown = [c for c in cells if c["error"] is not None]
         ys = range(len(shown))
         for y, c in zip(ys, shown):
-            baseline = c["method"] in league.BASELINES
+            baseline, picked = c["method"] in league.BASELINES, c["method"] == era.value
             ax.barh(y, c["error"] * 100, xerr=c["error_std"] * 100, color="0.8" if baseline else "tab:blue",
-                    hatch="//" if baseline else None, edgecolor="0.4", capsize=3)
+                    hatch="//" if baseline else None, edgecolor="tab:red" if picked else "0.4",
+                    linewidth=2.5 if picked else 1.0, capsize=3)
             ax.text(c["error"] * 100 + c["error_std"] * 100 + 0.5, y, f"{c['error']:.1%}" + (" ★" if c["best"] else ""),
                     va="center", fontsize=8)
         rows = {c["method"]: y for y, c in zip(ys, shown)}
@@ -837,10 +921,13 @@ def league_explorer(grid_profile: str = "laptop", results_dir=None) -> w.VBox:
                 ax.scatter([p["error"] * 100], [rows[p["method"]]], s=90, facecolors="none", edgecolors="tab:red",
                            linewidths=2, zorder=5)
         ax.set_yticks(list(ys), [c["era"] for c in shown])
+        for tick, c in zip(ax.get_yticklabels(), shown):
+            if c["method"] == era.value:
+                tick.set(color="tab:red", fontweight="bold")
         ax.invert_yaxis()
         ax.set_xlabel("test error (%)")
         ax.set_title(f"{task.value}, {labels.value} labels: cached {grid_profile} league (hatched: baselines; "
-                     f"rings: trained here)", fontsize=9)
+                     f"red: the era picked; rings: trained here)", fontsize=9)
         if not shown:
             ax.text(0.5, 0.5, "nothing cached for this column yet", ha="center", va="center", transform=ax.transAxes)
         panel.show(fig)
@@ -865,8 +952,15 @@ def league_explorer(grid_profile: str = "laptop", results_dir=None) -> w.VBox:
         runnable_eras()
         draw()
 
+    redraw = panel.update(draw)
+
+    def on_era(change):   # a pick redraws; options set for a new column do not (on_column draws after them)
+        if not syncing[0]:
+            redraw(change)
+
     task.observe(panel.update(on_column), names="value")
     labels.observe(panel.update(on_column), names="value")
-    live_training.on_click(panel, train_point, live_profile)
+    era.observe(on_era, names="value")
+    live_training.on_click(panel, train_point, live_profile, redraw=draw)
     panel.update(on_column)()
     return panel.box

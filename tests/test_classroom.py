@@ -15,6 +15,7 @@ a temporary folder for the rules, the repository's own lessons for coverage.
 from __future__ import annotations
 
 import ast
+import html
 import json
 import re
 from pathlib import Path
@@ -134,12 +135,15 @@ def test_in_classroom_mode_a_widget_answers_from_the_cache_and_trains_only_after
     assert train.disabled and "live training is off" in progress_line.value
     opt_in.value = True
     assert not train.disabled
+    assert "live training is off" not in progress_line.value                # the line follows the box at once
+    allowed = html.unescape(progress_line.value)
+    assert "live training is allowed" in allowed and "press 'train this point'" in allowed
     train.click()
     assert trained, f"{name} did not train after the opt-in"
     assert not train.disabled                                     # still allowed after the run
     assert "trained here at smoke sizes" in text(panel)
     opt_in.value = False
-    assert train.disabled
+    assert train.disabled and "live training is off" in progress_line.value
     count = len(trained)
     train.click()
     assert len(trained) == count
@@ -161,7 +165,7 @@ def test_in_classroom_mode_ulmfit_without_a_cached_stage_b_is_not_trained_and_th
     assert stage_b and [m for m, _, _ in trained] == [m for m in se.METHODS if m not in stage_b]
     shown = " ".join(text(panel).split())
     assert f"{', '.join(stage_b)}: not trained in classroom mode" in shown
-    seeds = part(panel, w.BoundedIntText).value + 1                               # 0..the seed asked for
+    seeds = part(panel, w.IntText, "seed").value + 1                               # 0..the seed asked for
     assert f"experiment sample-efficiency --task rt --methods {','.join(stage_b)} --labels 100 --seeds {seeds}" in shown
     for box in parts(panel, w.Checkbox)[1:]:                                       # only a stage-(b) method ticked
         box.value = box.description in {se.METHOD_STYLE[m]["label"].split(" (")[0] for m in stage_b}
@@ -181,6 +185,40 @@ def test_outside_classroom_mode_the_widget_is_unchanged(monkeypatch, name):
     assert not train.disabled and "classroom" not in parts(panel, w.HTML)[1].value
     train.click()
     assert trained
+
+
+@pytest.mark.parametrize("name", sorted(TRAINING_WIDGETS))
+def test_a_seed_outside_the_range_is_clamped_and_the_panel_says_so(monkeypatch, name):
+    monkeypatch.delenv("MINILIB_CLASSROOM", raising=False)
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    trained: list = []
+    panel, _ = TRAINING_WIDGETS[name](monkeypatch, trained)
+    seed, progress_line = part(panel, w.IntText, "seed"), parts(panel, w.HTML)[1]
+    seed.value = 150                                              # the old box turned this into 99 silently
+    assert seed.value == widgets.SEEDS[1] and "seed 150 is outside 0–99: set to 99" in progress_line.value
+    seed.value = -3
+    assert seed.value == 0 and "seed -3 is outside 0–99: set to 0" in progress_line.value
+    seed.value = 7                                                # in range: kept, nothing said
+    assert seed.value == 7 and "seed -3" in progress_line.value
+    part(panel, w.Button, "train this point").click()
+    assert "seed 7" in text(panel)
+
+
+@pytest.mark.parametrize("name", sorted(TRAINING_WIDGETS))
+def test_the_newest_live_point_is_the_first_line_of_the_text(monkeypatch, name):
+    monkeypatch.delenv("MINILIB_CLASSROOM", raising=False)
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    monkeypatch.setattr(widgets, "DOUBLE_CLICK_S", 0.0)
+    trained: list = []
+    panel, cached_line = TRAINING_WIDGETS[name](monkeypatch, trained)
+    part(panel, w.SelectionSlider).value = 100
+    seed = part(panel, w.IntText, "seed")
+    for value in (5, 6):                                         # two clicks: the second one's point on top
+        seed.value = value
+        part(panel, w.Button, "train this point").click()
+        first = text(panel).strip().splitlines()[0]
+        assert "trained here" in first and f"seed {value}" in first, text(panel)
+    assert cached_line in text(panel)                             # the cached lines are still there, below
 
 
 def test_in_classroom_mode_the_corpus_explorer_loads_every_corpus_before_it_is_shown(monkeypatch):

@@ -280,7 +280,7 @@ def test_sample_efficiency_explorer_keeps_a_live_point_apart_from_the_grid(monke
     bar = part(panel, w.IntProgress)
     plot_pixels(panel)
     assert "error 31.0% ± 0.8% (3 seeds, cached laptop grid)" in text(panel)
-    part(panel, w.BoundedIntText).value = 1  # the seed the old widget silently swapped into the laptop mean
+    part(panel, w.IntText, "seed").value = 1  # the seed the old widget silently swapped into the laptop mean
     train = part(panel, w.Button, "train this point")
     train.click()
     train.click()  # a double-click: the second click is dropped, nothing trains twice
@@ -437,3 +437,106 @@ def test_league_explorer_shows_each_column_from_the_cache_and_trains_a_point_apa
     assert trained == [("rt", league.LABELS[0], "gpt", len(league.SEEDS))]
     assert "error 50.0% (seed 3, trained here at smoke sizes, not in the mean)" in text(panel)
     assert "error 30.0% ± 1.0% (3 seeds)" in text(panel)        # the cached mean is unchanged
+
+
+# -- issue 39 item 8: the lesson as first opened ---------------------------------------------------
+def test_a_bad_input_hides_the_stale_plot_and_a_long_word_is_not_echoed_whole():
+    panel = widgets.neighbours_explorer({"toy": _toy_vectors()}, word="king", topn=3)
+    image, box = part(panel, w.Image), part(panel, w.Text)
+    plot_pixels(panel)
+    assert image.layout.display is None
+    t0 = time.monotonic()
+    box.value = "x" * 3000                                     # a pasted wall of text
+    shown = text(panel)
+    assert "⚠" in shown and "not in the vocabulary" in shown and "3,000 characters" in shown
+    assert len(shown) <= widgets.MAX_MESSAGE + 20 and "x" * (widgets.MAX_ECHO + 1) not in shown
+    assert "overflow-wrap:anywhere" in parts(panel, w.HTML)[0].value   # what is shown wraps inside the panel
+    assert time.monotonic() - t0 < 2                           # no close-match search over a 3,000-letter word
+    assert image.layout.display == "none"                     # the old plot does not pass for this input's answer
+    box.value = "apple"
+    assert "nearest to 'apple'" in text(panel) and image.layout.display is None
+    plot_pixels(panel)
+
+
+def test_an_error_line_is_cut_and_hides_the_plot():
+    slider = w.IntSlider()
+    panel = widgets.Panel([slider])
+
+    def draw():
+        if slider.value:
+            raise ValueError("y" * 5000)
+        fig, ax = widgets.figure(4, 2)
+        ax.plot([0, 1], [1, 0])
+        panel.show(fig)
+
+    slider.observe(panel.update(draw), names="value")
+    draw()
+    slider.value = 1
+    assert len(text(panel.box)) <= widgets.MAX_MESSAGE + 20 and panel.image.layout.display == "none"
+    slider.value = 0
+    assert panel.image.layout.display is None
+
+
+def test_a_plot_is_shown_at_its_own_size_and_no_taller_than_the_limit():
+    panel = widgets.Panel([])
+    assert panel.image.layout.align_self == "flex-start"      # a VBox would stretch it to the panel's width
+    assert panel.image.layout.max_width == "100%" and panel.image.layout.height == "auto"
+    fig, ax = widgets.figure(6.0, 4.2)                        # lesson 05's attention map: taller than the limit
+    ax.imshow(np.eye(8))
+    width, height = Image.open(io.BytesIO(widgets.png(fig))).size
+    assert height <= widgets.MAX_PLOT_HEIGHT_PX and width == pytest.approx(height * 6.0 / 4.2, abs=2)
+    assert int(widgets.MAX_HEIGHT.removesuffix("px")) <= 647  # a 1366×768 laptop's notebook area (issue 39)
+
+
+def test_token_words_show_subword_tokens_as_text():
+    from minilib.data.tokenizer import train_bpe, train_wordpiece
+
+    texts = ["The cat sat on the mat.", "A dog barked at the cat.\nThe budget would pass."] * 10
+    bpe = train_bpe(texts, 300)
+    ids = bpe.encode("The cat barked at the budget.\nhello")
+    assert any("Ġ" in bpe.id_to_token(i) for i in ids)          # what the old labels showed
+    words = widgets.token_words(bpe, ids)
+    assert not any("Ġ" in t or "Ċ" in t for t in words)
+    assert words[:6] == ["The", "cat", "barked", "at", "the", "budget"] and "⏎" in words
+    wordpiece = train_wordpiece(texts, 120, min_char_count=1)
+    pieces = widgets.token_words(wordpiece, wordpiece.encode("the cat hello"))
+    assert pieces[:2] == ["the", "cat"] and not any(p.startswith("##") for p in pieces)
+
+
+def test_sample_efficiency_explorer_names_the_missing_label_count(monkeypatch):
+    from minilib.experiments import sample_efficiency as se
+
+    grid = [{"task": "rt", "method": m, "n_labels": 100, "seed": s, "error": 0.3} for m in se.METHODS for s in (0, 1)]
+    monkeypatch.setattr(se, "cached_rows", lambda *a, **k: grid)
+    monkeypatch.setattr(se, "resolve_labels", lambda task, n: 8000 if n == se.ALL else int(n))
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    panel = widgets.sample_efficiency_explorer("rt", "unused.pt", grid_profile="laptop")
+    slider = part(panel, w.SelectionSlider)
+    assert 20 in [v for _, v in slider.options]                # smoke's own label counts are on the slider
+    slider.value = 20
+    shown = " ".join(text(panel).split())
+    assert "no cached laptop points at 20 labels (cached: 100 labels)" in shown, shown
+    assert "for these methods" not in shown
+    for box in parts(panel, w.Checkbox):
+        box.value = False
+    assert "tick at least one method" in text(panel)
+    plot_pixels(panel)
+
+
+def test_league_explorer_era_picker_marks_the_era_in_the_text_and_the_plot(monkeypatch):
+    from minilib.experiments import league
+
+    cells = [{"task": t, "labels": n, "n_labels": 100, "era": era, "method": m, "error": 0.2 + 0.01 * i,
+              "error_std": 0.01, "seeds": 3, "best": i == 0, "reason": None}
+             for t in league.TASKS for n in league.LABELS for i, (era, m) in enumerate(league.SENTENCE.items())]
+    monkeypatch.setattr(league, "table", lambda *a, **k: cells)
+    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
+    panel = widgets.league_explorer()
+    era = part(panel, w.Dropdown, "era")
+    first_text, first_plot = text(panel), plot_pixels(panel)
+    marked = [line for line in first_text.splitlines() if line.startswith("▶")]
+    assert len(marked) == 1 and era.label in marked[0]
+    era.value = "gpt"
+    marked = [line for line in text(panel).splitlines() if line.startswith("▶")]
+    assert len(marked) == 1 and "GPT" in marked[0] and "gpt" in marked[0]
+    assert not np.array_equal(first_plot, plot_pixels(panel))  # the picked era's bar is outlined
