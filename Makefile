@@ -45,7 +45,16 @@ data: setup
 	$(PY) -m minilib data fetch --all
 
 lab: data
+	@$(MAKE) --no-print-directory trust
 	@$(MAKE) --no-print-directory lab-server
+
+# The lessons trusted, so their saved widgets draw before Run All: JupyterLab shows an untrusted notebook's
+# widget outputs as `VBox(children=…` text, and a fresh clone is untrusted. Idempotent (a notebook already
+# signed stays so); `TRUST_DIR` another folder of lessons (tests/browser/test_fresh_clone.py trusts a copy).
+TRUST_DIR   ?= lessons
+.PHONY: trust
+trust:
+	$(BIN)/jupyter trust $(TRUST_DIR)/[0-9]*.ipynb >/dev/null
 
 # The server alone, as `make lab` starts it (tests/test_book_lab.py starts it this way and waits for it to answer).
 lab-server:
@@ -57,6 +66,7 @@ lab-server:
 # (`make book`: book/_build/html/teachers-guide/index.html).
 .PHONY: classroom classroom-server
 classroom: data
+	@$(MAKE) --no-print-directory trust
 	@$(MAKE) --no-print-directory classroom-server
 
 # The classroom server alone, as `make classroom` starts it (tests/test_book_lab.py starts it this way).

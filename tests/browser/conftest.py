@@ -2,11 +2,19 @@
 
 The `lab` fixture starts JupyterLab from this Python's environment on a free
 local port, on a temporary copy of lessons/ (so a run never rewrites the
-committed notebooks), with MINILIB_PROFILE=smoke and this checkout first on
-the kernel's PYTHONPATH (results/ and checkpoints/ resolve from the checkout:
-minilib.provenance.REPO_ROOT). `lesson(name)` opens a lesson in Debian's
-chromium through Playwright (never Playwright's own browser download), runs it
-top to bottom and hands back the page; the tests then drive its widgets.
+committed notebooks; $WIDGET_LESSONS names another folder to copy), with
+MINILIB_PROFILE=smoke, its own Jupyter data folder (the notebook-signing key
+and trust database: nothing of the user's is read or written) and this
+checkout first on the kernel's PYTHONPATH (results/ and checkpoints/ resolve
+from the checkout: minilib.provenance.REPO_ROOT). `lesson(name)` opens a
+lesson in Debian's chromium through Playwright (never Playwright's own browser
+download), runs it top to bottom and hands back the page; the tests then drive
+its widgets.
+
+The window is a 1366×768 laptop's (VIEWPORT): the tests measure every panel
+against the notebook area JupyterLab leaves in it (about 650 px high), and
+the session ends with one line per measure (`pytest_terminal_summary`): the
+tallest panel in px and the blank plots.
 
 Skips cleanly when /usr/bin/chromium is missing (an external program); playwright is a dev
 dependency (pyproject's [dev]): missing, the tests fail.
@@ -31,6 +39,31 @@ CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 RUN_ALL_TIMEOUT_S = 900   # a lesson under smoke is <= 90 s on 2 free cores; a busy machine is slower
+VIEWPORT = {"width": 1366, "height": 768}   # a laptop's screen (issue 39): the panels must fit its notebook area
+LESSONS = Path(os.environ.get("WIDGET_LESSONS", REPO / "lessons"))   # the lessons the suite copies and runs
+# what the tests measured, one dict per widget (test_widgets_live.Widget.report) or lesson (test_fresh_clone)
+MEASURED: list[dict] = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    widgets = [m for m in MEASURED if "widget" in m]
+    fresh = [m for m in MEASURED if "fresh_clone" in m]
+    if not widgets and not fresh:
+        return
+    write = terminalreporter.write_line
+    write(f"live widget suite at {VIEWPORT['width']}×{VIEWPORT['height']}:")
+    if widgets:
+        tallest = max(widgets, key=lambda m: m["tallest_px"])
+        write(f"  tallest panel {tallest['tallest_px']:.0f} px ({tallest['widget']}) against a notebook area of "
+              f"{min(m['area_px'] for m in widgets):.0f} px; plots checked {sum(m['redraws'] for m in widgets)}, "
+              f"blank {sum(len(m['blank']) for m in widgets)}, stretched {sum(m['stretched'] for m in widgets)}, "
+              f"widgets with a problem {sum(bool(m['problems'] or m['missing']) for m in widgets)} of {len(widgets)}")
+        for m in widgets:
+            write(f"    {m['widget']:42s} tallest {m['tallest_px']:4.0f} px, {m['redraws']:3d} plots, "
+                  f"{len(m['blank'])} blank")
+    for m in fresh:
+        write(f"  fresh clone before Run All: {m['lesson']:24s} {m['drawn']}/{m['views']} saved widgets drawn, "
+              f"{m['as_text']} shown as text, tallest {m['tallest_px']:.0f} px")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -55,7 +88,7 @@ def start_lab(base: Path):
     """Start JupyterLab on a copy of the lessons in `base`; returns (process, url, log path)."""
     root = base / "lessons"
     root.mkdir()
-    for nb in sorted((REPO / "lessons").glob("[0-9]*.ipynb")):
+    for nb in sorted(LESSONS.glob("[0-9]*.ipynb")):
         shutil.copy(nb, root / nb.name)
     config = base / "config"
     (config / "labconfig").mkdir(parents=True)
@@ -68,6 +101,7 @@ def start_lab(base: Path):
     (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     port = _free_port()
     env = {**os.environ, "MINILIB_PROFILE": "smoke", "OMP_WAIT_POLICY": "PASSIVE", "JUPYTER_CONFIG_DIR": str(config),
+           "JUPYTER_DATA_DIR": str(base / "data"),  # its own signing key and trust database (test_fresh_clone)
            "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
            "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
     lab_bin = Path(sys.executable).parent / "jupyter-lab"
@@ -84,7 +118,7 @@ def start_lab(base: Path):
     while True:
         try:
             _get(f"{url}/api/status")
-            return proc, url, base / "lab.log"
+            return proc, url, base / "lab.log", env
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
@@ -94,12 +128,13 @@ def start_lab(base: Path):
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
-    """A running JupyterLab: {"url", "root", "log"} (root: the temporary copy of the lessons)."""
+    """A running JupyterLab: {"url", "root", "log", "env"} (root: the temporary copy of the lessons; env: the
+    server's environment, its Jupyter data folder included)."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium")
     base = tmp_path_factory.mktemp("lab")
-    proc, url, log = start_lab(base)
-    yield {"url": url, "root": base / "lessons", "log": log}
+    proc, url, log, env = start_lab(base)
+    yield {"url": url, "root": base / "lessons", "log": log, "env": env}
     proc.terminate()
     try:
         proc.wait(30)
@@ -114,9 +149,15 @@ def browser_context(lab, tmp_path_factory):
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000})
+            args=CHROMIUM_ARGS, viewport=VIEWPORT)
         yield context
         context.close()
+
+
+@pytest.fixture(scope="session")
+def measured():
+    """The list the tests append their measures to (printed at the end by pytest_terminal_summary)."""
+    return MEASURED
 
 
 # the notebook panel, its cells and its kernel, as JupyterLab's own objects
