@@ -38,29 +38,21 @@ def _bow_features(task, idx):
             torch.tensor(test_labels))
 
 
-OLD_GRID = (1e-4, 1e-3, 1e-2, 1e-1)   # the penalties of the mean loss the old rule tried
-
-
-def _mean_loss_fit(x, y, n_classes, penalty):
-    """fit_logistic minimising mean cross-entropy + penalty·|W|², unweighted (as before issue 41)."""
-    return bl.fit_logistic(x, y, n_classes, penalty * len(y))
-
-
 def _accuracy_rule(x, y, n_classes, seed):
-    """The rule the baselines used before issue 41: the mean-loss penalty by mean 3-fold CV accuracy (unstratified
-    folds), unweighted."""
+    """The rule the baselines used before issue 41: L2 by mean 3-fold CV accuracy (unstratified folds), unweighted."""
     folds = np.array_split(np.random.default_rng(seed).permutation(len(y)), 3)
     cv = {}
-    for penalty in OLD_GRID:
+    for l2 in bl.L2_GRID:
         accs = []
         for k in range(3):
             val = torch.as_tensor(folds[k])
             fit = torch.as_tensor(np.concatenate([folds[j] for j in range(3) if j != k]))
-            head = _mean_loss_fit(bl._rows(x, fit), y[fit], n_classes, penalty)
+            head = bl.fit_logistic(bl._rows(x, fit), y[fit], n_classes, l2)
             with torch.no_grad():
                 accs.append((bl._logits(head, bl._rows(x, val)).argmax(-1) == y[val]).float().mean().item())
-        cv[penalty] = float(np.mean(accs))
-    return _mean_loss_fit(x, y, n_classes, max(OLD_GRID, key=lambda v: (cv[v], v)))
+        cv[l2] = float(np.mean(accs))
+    l2 = max(bl.L2_GRID, key=lambda v: (cv[v], v))
+    return bl.fit_logistic(x, y, n_classes, l2)
 
 
 @pytest.mark.data
@@ -135,7 +127,7 @@ def test_a_point_chosen_by_the_accuracy_rule_is_not_reused(name, loc_vs_rest, tm
     assert settings["reports"] == bl.REPORTS
     if name != "majority":
         assert settings["selection"] == {"cv_folds": 3, "stratified": True, "score": "balanced_accuracy",
-                                         "weightings": ["none", "balanced"], "l2_on": "summed loss"}
+                                         "weightings": ["none", "balanced"]}
     old_settings = {k: v for k, v in settings.items() if k not in ("selection", "reports")}
     m = grid.method(name)
     path = grid.point_path(m, loc_vs_rest, 100, 0, "smoke", tmp_path)
@@ -144,14 +136,3 @@ def test_a_point_chosen_by_the_accuracy_rule_is_not_reused(name, loc_vs_rest, tm
     assert grid.cached_point(loc_vs_rest, 100, name, 0, "smoke", results_dir=tmp_path, checkpoint_sha256="x") is None
     path.write_text(json.dumps({**row, "config": settings}))
     assert grid.cached_point(loc_vs_rest, 100, name, 0, "smoke", results_dir=tmp_path, checkpoint_sha256="x")
-
-
-def test_the_l2_penalty_is_on_the_summed_loss():
-    # (sum of losses + l2·|W|²) / n: the same sample twice over is the same objective at twice the penalty
-    g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(40, 5, generator=g), torch.randint(0, 3, (40,), generator=g)
-    once = bl.fit_logistic(x, y, 3, l2=1.0)
-    twice = bl.fit_logistic(torch.cat([x, x]), torch.cat([y, y]), 3, l2=2.0)
-    assert torch.allclose(once.weight, twice.weight, atol=1e-4) and torch.allclose(once.bias, twice.bias, atol=1e-4)
-    assert not torch.allclose(once.weight, bl.fit_logistic(torch.cat([x, x]), torch.cat([y, y]), 3, l2=1.0).weight,
-                              atol=1e-3)
