@@ -5,14 +5,8 @@
     glove-lr   logistic regression on mean GloVe-50d vectors (token task: the word's vector)
     sgns-lr    the same on our SGNS vectors, trained on the text ELMo's biLM read (chapters 01, 03)
 
-Pair tasks get [features of a; features of b]. Each logistic regression's L2 strength (from L2_GRID)
-and class weighting (WEIGHTINGS: none, or balanced, each class weighted n/(k·n_c) in the loss) are
-chosen together by stratified 3-fold cross-validation inside the labelled sample (never on test),
-scored by balanced accuracy (mean per-class recall) of the pooled out-of-fold predictions: a head that
-predicts only the majority class scores 1/k there, however rare the other classes are.
-
-Every point reports the test accuracy (the grid's error is 1 - accuracy), the balanced accuracy and
-each class's recall, and what the cross-validation chose (l2, weighting, the score of each choice).
+Pair tasks get [features of a; features of b]. The L2 strength of each logistic regression is
+chosen by 3-fold cross-validation inside the labelled sample (never on test), from L2_GRID.
 """
 from __future__ import annotations
 
@@ -28,13 +22,7 @@ from minilib.experiments.grid import Method, register
 from minilib.tasks import Task
 
 L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1)   # mean-loss L2 penalties tried by cross-validation
-WEIGHTINGS = ("none", "balanced")    # class weightings tried by cross-validation (see class_weights)
 CV_FOLDS = 3
-CV_SCORE = "balanced_accuracy"       # what the cross-validation maximises (issue 41: accuracy let a
-                                     # majority-only head win on a 9 %-positive set)
-REPORTS = ["accuracy", "balanced_accuracy", "recall"]   # what every point reports on test
-# Part of each method's settings, so of its cache key (grid._key): a point chosen or scored another way is never reused.
-SELECTION = {"cv_folds": CV_FOLDS, "stratified": True, "score": CV_SCORE, "weightings": list(WEIGHTINGS)}
 
 
 # ----------------------------------------------------------------------------- features
@@ -91,35 +79,17 @@ def _logits(head: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return (torch.sparse.mm(x, head.weight.t()) + head.bias) if x.is_sparse else head(x)
 
 
-def class_weights(y: torch.Tensor, n_classes: int, weighting: str) -> torch.Tensor | None:
-    """The loss weight of each class: None for "none"; for "balanced", n/(k·n_c) for each of the k classes
-    present in `y` (n_c of its n items) and 0 for a class absent from `y`, so every present class carries
-    the same total weight n/k and the weights of the n items sum to n."""
-    if weighting == "none":
-        return None
-    if weighting != "balanced":
-        raise ValueError(f"class weighting {weighting!r}: use one of {', '.join(WEIGHTINGS)}")
-    counts = torch.bincount(y, minlength=n_classes).float()
-    present = counts > 0
-    weights = torch.zeros(n_classes)
-    weights[present] = len(y) / (int(present.sum()) * counts[present])
-    return weights
-
-
-def fit_logistic(x: torch.Tensor, y: torch.Tensor, n_classes: int, l2: float, steps: int = 100,
-                 weighting: str = "none") -> torch.nn.Linear:
-    """Multinomial logistic regression, cross-entropy (class-weighted as `weighting` says, see class_weights;
-    the weighted mean, so its scale matches the unweighted one) + l2·|W|², by full-batch L-BFGS."""
+def fit_logistic(x: torch.Tensor, y: torch.Tensor, n_classes: int, l2: float, steps: int = 100) -> torch.nn.Linear:
+    """Multinomial logistic regression, mean cross-entropy + l2·|W|², by full-batch L-BFGS."""
     torch.manual_seed(0)
     head = torch.nn.Linear(x.shape[1], n_classes)
     torch.nn.init.zeros_(head.weight)
     torch.nn.init.zeros_(head.bias)
-    weight = class_weights(y, n_classes, weighting)
     opt = torch.optim.LBFGS(head.parameters(), lr=1, max_iter=steps, history_size=10, line_search_fn="strong_wolfe")
 
     def closure():
         opt.zero_grad()
-        loss = F.cross_entropy(_logits(head, x), y, weight=weight) + l2 * head.weight.pow(2).sum()
+        loss = F.cross_entropy(_logits(head, x), y) + l2 * head.weight.pow(2).sum()
         loss.backward()
         return loss
 
@@ -127,61 +97,27 @@ def fit_logistic(x: torch.Tensor, y: torch.Tensor, n_classes: int, l2: float, st
     return head
 
 
-def per_class_recall(pred: torch.Tensor, y: torch.Tensor, n_classes: int) -> dict[int, float]:
-    """Recall of each class that occurs in `y` (class index -> share of its items predicted as it)."""
-    return {c: float((pred[y == c] == c).float().mean()) for c in range(n_classes) if bool((y == c).any())}
-
-
-def balanced_accuracy(pred: torch.Tensor, y: torch.Tensor, n_classes: int) -> float:
-    """Mean recall over the classes that occur in `y` (a constant prediction scores 1/k)."""
-    recall = per_class_recall(pred, y, n_classes)
-    return float(np.mean(list(recall.values())))
-
-
-def scores(pred: torch.Tensor, y: torch.Tensor, classes) -> dict:
-    """What every point reports (REPORTS): accuracy, balanced accuracy, and recall per class name."""
-    recall = per_class_recall(pred, y, len(classes))
-    return {"accuracy": float((pred == y).float().mean()), "balanced_accuracy": float(np.mean(list(recall.values()))),
-            "recall": {classes[c]: r for c, r in recall.items()}}
-
-
 def _rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return x.index_select(0, idx)
 
 
-def stratified_folds(y: torch.Tensor, seed: int, k: int = CV_FOLDS) -> list[np.ndarray]:
-    """`k` folds of the indices of `y`, seeded, each class dealt round the folds in turn (so a class of
-    m items has m // k or m // k + 1 in each fold, and the folds' sizes differ by at most one)."""
-    rng = np.random.default_rng(seed)
-    labels = y.numpy()
-    order = np.concatenate([rng.permutation(np.flatnonzero(labels == c)) for c in np.unique(labels)])
-    return [np.sort(order[f::k]) for f in range(k)]
-
-
-def choose_head(x: torch.Tensor, y: torch.Tensor, n_classes: int, seed: int) -> tuple[float, str, dict]:
-    """(l2, weighting, cv scores): the pair of L2_GRID x WEIGHTINGS whose out-of-fold predictions, pooled over
-    CV_FOLDS stratified folds of the labelled sample, have the best balanced accuracy. Ties go to the balanced
-    weighting, then to the larger L2. Under 2·CV_FOLDS items: the middle L2, balanced, no scores."""
+def choose_l2(x: torch.Tensor, y: torch.Tensor, n_classes: int, seed: int) -> tuple[float, dict]:
+    """The L2 of L2_GRID with the best mean accuracy over CV_FOLDS folds of the labelled sample."""
     n = len(y)
     if n < 2 * CV_FOLDS:
-        return L2_GRID[len(L2_GRID) // 2], "balanced", {}
-    folds = stratified_folds(y, seed)
-    cv = {}
-    for weighting in WEIGHTINGS:
-        for l2 in L2_GRID:
-            pred = torch.empty_like(y)
-            for k in range(CV_FOLDS):
-                val = torch.as_tensor(folds[k])
-                fit = torch.as_tensor(np.concatenate([folds[j] for j in range(CV_FOLDS) if j != k]))
-                head = fit_logistic(_rows(x, fit), y[fit], n_classes, l2, weighting=weighting)
-                with torch.no_grad():
-                    pred[val] = _logits(head, _rows(x, val)).argmax(-1)
-            cv[(weighting, l2)] = balanced_accuracy(pred, y, n_classes)
-    # A tie goes to the balanced loss, whose minimiser targets the balanced score CV uses (issue 41: on a
-    # 9 %-positive set every bow-lr score tied at 1/2 and a tie-break to "none" kept a majority-only head),
-    # then to the larger L2 (the smoother head).
-    weighting, l2 = max(cv, key=lambda c: (cv[c], c[0] == "balanced", c[1]))
-    return l2, weighting, {w: {str(l2_): cv[(w, l2_)] for l2_ in L2_GRID} for w in WEIGHTINGS}
+        return L2_GRID[len(L2_GRID) // 2], {}
+    folds = np.array_split(np.random.default_rng(seed).permutation(n), CV_FOLDS)
+    scores = {}
+    for l2 in L2_GRID:
+        accs = []
+        for k in range(CV_FOLDS):
+            val = torch.as_tensor(folds[k])
+            fit = torch.as_tensor(np.concatenate([folds[j] for j in range(CV_FOLDS) if j != k]))
+            head = fit_logistic(_rows(x, fit), y[fit], n_classes, l2)
+            with torch.no_grad():
+                accs.append((_logits(head, _rows(x, val)).argmax(-1) == y[val]).float().mean().item())
+        scores[l2] = float(np.mean(accs))
+    return max(L2_GRID, key=lambda l2: (scores[l2], l2)), {str(k): v for k, v in scores.items()}
 
 
 def _train_lr(task: Task, idx, seed: int, featurize) -> dict:
@@ -189,12 +125,11 @@ def _train_lr(task: Task, idx, seed: int, featurize) -> dict:
     test_units, test_labels = _units(task, "test")
     x, x_test = featurize(units, test_units)
     y, y_test = torch.tensor(labels), torch.tensor(test_labels)
-    l2, weighting, cv = choose_head(x, y, task.n_classes, seed)   # on the labelled sample only
-    head = fit_logistic(x, y, task.n_classes, l2, weighting=weighting)
+    l2, cv = choose_l2(x, y, task.n_classes, seed)
+    head = fit_logistic(x, y, task.n_classes, l2)
     with torch.no_grad():
-        pred = _logits(head, x_test).argmax(-1)
-    return {**scores(pred, y_test, task.classes), "l2": l2, "weighting": weighting,
-            "cv_balanced_accuracy": cv, "n_features": int(x.shape[1]), "n_test": len(test_labels)}
+        acc = (_logits(head, x_test).argmax(-1) == y_test).float().mean().item()
+    return {"accuracy": acc, "l2": l2, "cv_accuracy": cv, "n_features": int(x.shape[1]), "n_test": len(test_labels)}
 
 
 # ----------------------------------------------------------------------------- the methods
@@ -203,8 +138,7 @@ def train_majority(task: Task, idx, seed, settings, checkpoint, **_) -> dict:
     _, labels = _units(task, "train", idx)
     _, test_labels = _units(task, "test")
     top = Counter(labels).most_common(1)[0][0]
-    y_test = torch.tensor(test_labels)
-    return {**scores(torch.full_like(y_test, top), y_test, task.classes), "predicts": task.classes[top],
+    return {"accuracy": float(np.mean(np.asarray(test_labels) == top)), "predicts": task.classes[top],
             "n_test": len(test_labels)}
 
 
@@ -246,13 +180,10 @@ def train_sgns(task: Task, idx, seed, settings, checkpoint, **_) -> dict:
     return _train_lr(task, idx, seed, _vector_featurizer(task, lookup, vectors.dim))
 
 
-def _lr_settings(**features) -> dict:
-    return {**features, "l2_grid": list(L2_GRID), "selection": dict(SELECTION), "reports": list(REPORTS)}
-
-
-register(Method("majority", "baselines", train_majority, lambda prof: {"reports": list(REPORTS)}, label="majority class"))
-register(Method("bow-lr", "baselines", train_bow, lambda prof: _lr_settings(min_count=1), label="bag of words + LR"))
-register(Method("glove-lr", "baselines", train_glove, lambda prof: _lr_settings(max_words=400_000),
+register(Method("majority", "baselines", train_majority, lambda prof: {}, label="majority class"))
+register(Method("bow-lr", "baselines", train_bow, lambda prof: {"min_count": 1, "l2_grid": list(L2_GRID)},
+                label="bag of words + LR"))
+register(Method("glove-lr", "baselines", train_glove, lambda prof: {"max_words": 400_000, "l2_grid": list(L2_GRID)},
                 label="mean GloVe-50d + LR"))
-register(Method("sgns-lr", "baselines", train_sgns, lambda prof: _lr_settings(dim=100, epochs=3),
+register(Method("sgns-lr", "baselines", train_sgns, lambda prof: {"dim": 100, "epochs": 3, "l2_grid": list(L2_GRID)},
                 checkpoint=shipped_checkpoint, label="mean SGNS (ours) + LR"))
