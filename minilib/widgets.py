@@ -870,7 +870,7 @@ def league_explorer(grid_profile: str = "laptop", results_dir=None) -> w.VBox:
     seed = w.IntText(value=len(league.SEEDS), description="seed", layout=w.Layout(width="160px"))
     live_training = LiveTraining()
     panel = Panel([w.HBox([task, labels]), w.HBox([era, seed, *live_training.controls])], progress=True,
-                  text_height="130px")
+                  text_height="155px")   # a column's 8 eras without scrolling (the panel then needs ~600 px)
     panel.clamp(seed, *SEEDS)
     syncing = [False]           # the era picker's options are being set for a new column: no redraw of its own
     live: list[dict] = []       # points trained in this panel, at the live profile: never in the cached means
@@ -906,28 +906,34 @@ def league_explorer(grid_profile: str = "laptop", results_dir=None) -> w.VBox:
                 lines.append(f"{mark}{c['era']:13s} {c['method'] or '':12s} {'— ' + c['reason']}")
         panel.say(*lines)
         fig, ax = figure(7.5, 3.4)
-        shown = [c for c in cells if c["error"] is not None]
-        ys = range(len(shown))
-        for y, c in zip(ys, shown):
-            baseline, picked = c["method"] in league.BASELINES, c["method"] == era.value
+        # every era of the column is a row: a bar where it has cached points, else why not (so a pick of an
+        # era that has not run is seen in the plot too: its row's label turns red)
+        ys = range(len(cells))
+        for y, c in zip(ys, cells):
+            baseline, picked = c["method"] in league.BASELINES, c["method"] is not None and c["method"] == era.value
+            if c["error"] is None:
+                ax.text(0.3, y, f"— {c['reason']}", va="center", fontsize=8, color="tab:red" if picked else "0.35")
+                continue
             ax.barh(y, c["error"] * 100, xerr=c["error_std"] * 100, color="0.8" if baseline else "tab:blue",
                     hatch="//" if baseline else None, edgecolor="tab:red" if picked else "0.4",
                     linewidth=2.5 if picked else 1.0, capsize=3)
             ax.text(c["error"] * 100 + c["error_std"] * 100 + 0.5, y, f"{c['error']:.1%}" + (" ★" if c["best"] else ""),
                     va="center", fontsize=8)
-        rows = {c["method"]: y for y, c in zip(ys, shown)}
+        rows = {c["method"]: y for y, c in zip(ys, cells) if c["error"] is not None}
         for p in live:
             if p["task"] == task.value and p["labels"] == labels.value and p["method"] in rows:
                 ax.scatter([p["error"] * 100], [rows[p["method"]]], s=90, facecolors="none", edgecolors="tab:red",
                            linewidths=2, zorder=5)
-        ax.set_yticks(list(ys), [c["era"] for c in shown])
-        for tick, c in zip(ax.get_yticklabels(), shown):
-            if c["method"] == era.value:
+        ax.set_yticks(list(ys), [c["era"] for c in cells])
+        for tick, c in zip(ax.get_yticklabels(), cells):
+            if c["method"] is not None and c["method"] == era.value:
                 tick.set(color="tab:red", fontweight="bold")
+        ax.set_xlim(left=0)
         ax.invert_yaxis()
         ax.set_xlabel("test error (%)")
         ax.set_title(f"{task.value}, {labels.value} labels: cached {grid_profile} league (hatched: baselines; "
                      f"red: the era picked; rings: trained here)", fontsize=9)
+        shown = [c for c in cells if c["error"] is not None]
         if not shown:
             ax.text(0.5, 0.5, "nothing cached for this column yet", ha="center", va="center", transform=ax.transAxes)
         panel.show(fig)

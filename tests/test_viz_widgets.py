@@ -526,8 +526,10 @@ def test_sample_efficiency_explorer_names_the_missing_label_count(monkeypatch):
 def test_league_explorer_era_picker_marks_the_era_in_the_text_and_the_plot(monkeypatch):
     from minilib.experiments import league
 
-    cells = [{"task": t, "labels": n, "n_labels": 100, "era": era, "method": m, "error": 0.2 + 0.01 * i,
-              "error_std": 0.01, "seeds": 3, "best": i == 0, "reason": None}
+    not_run = {"ulmfit", "bert"}                               # eras with no cached points in any column
+    cells = [{"task": t, "labels": n, "n_labels": 100, "era": era, "method": m,
+              "error": None if m in not_run else 0.2 + 0.01 * i, "error_std": None if m in not_run else 0.01,
+              "seeds": 0 if m in not_run else 3, "best": i == 0, "reason": "not run" if m in not_run else None}
              for t in league.TASKS for n in league.LABELS for i, (era, m) in enumerate(league.SENTENCE.items())]
     monkeypatch.setattr(league, "table", lambda *a, **k: cells)
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
@@ -540,3 +542,8 @@ def test_league_explorer_era_picker_marks_the_era_in_the_text_and_the_plot(monke
     marked = [line for line in text(panel).splitlines() if line.startswith("▶")]
     assert len(marked) == 1 and "GPT" in marked[0] and "gpt" in marked[0]
     assert not np.array_equal(first_plot, plot_pixels(panel))  # the picked era's bar is outlined
+    era.value = "ulmfit"                                       # an era with no cached points: no bar, but a row
+    ulmfit_plot = plot_pixels(panel)
+    era.value = "bert"                                         # and another: its row's label turns red instead
+    assert [line for line in text(panel).splitlines() if line.startswith("▶")][0].split()[1] == "BERT"
+    assert not np.array_equal(ulmfit_plot, plot_pixels(panel))
