@@ -174,12 +174,18 @@ def test_in_classroom_mode_ulmfit_without_a_cached_stage_b_is_not_trained_and_th
     assert trained == [] and "not trained in classroom mode" in " ".join(text(panel).split())
 
 
-@pytest.mark.parametrize("name", sorted(TRAINING_WIDGETS))
-def test_outside_classroom_mode_the_widget_is_unchanged(monkeypatch, name):
+def outside_classroom(monkeypatch, name):
+    """(panel, the points it trained) of a training widget built outside classroom mode, at smoke."""
     monkeypatch.delenv("MINILIB_CLASSROOM", raising=False)
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
     trained: list = []
     panel, _ = TRAINING_WIDGETS[name](monkeypatch, trained)
+    return panel, trained
+
+
+@pytest.mark.parametrize("name", sorted(TRAINING_WIDGETS))
+def test_outside_classroom_mode_the_widget_is_unchanged(monkeypatch, name):
+    panel, trained = outside_classroom(monkeypatch, name)
     assert not parts(panel, w.Checkbox, widgets.LiveTraining.OPT_IN)
     train = part(panel, w.Button, "train this point")
     assert not train.disabled and "classroom" not in parts(panel, w.HTML)[1].value
@@ -189,10 +195,7 @@ def test_outside_classroom_mode_the_widget_is_unchanged(monkeypatch, name):
 
 @pytest.mark.parametrize("name", sorted(TRAINING_WIDGETS))
 def test_a_seed_outside_the_range_is_clamped_and_the_panel_says_so(monkeypatch, name):
-    monkeypatch.delenv("MINILIB_CLASSROOM", raising=False)
-    monkeypatch.setenv("MINILIB_PROFILE", "smoke")
-    trained: list = []
-    panel, _ = TRAINING_WIDGETS[name](monkeypatch, trained)
+    panel, _ = outside_classroom(monkeypatch, name)
     seed, progress_line = part(panel, w.IntText, "seed"), parts(panel, w.HTML)[1]
     seed.value = 150                                              # the old box turned this into 99 silently
     assert seed.value == widgets.SEEDS[1] and "seed 150 is outside 0–99: set to 99" in progress_line.value

@@ -102,7 +102,10 @@ class RandomWindows:
                              f"use more text or a shorter block")
         self.batch_size, self.block_size, self.steps, self.seed, self.epoch = batch_size, block_size, steps, seed, 0
         # `starts`: the only offsets a window may begin at (e.g. sentence starts); None = any offset
-        self.starts = None if starts is None else np.asarray(starts)[np.asarray(starts) < len(self.ids) - block_size - 1]
+        if starts is not None:
+            starts = np.asarray(starts)
+            starts = starts[starts < len(self.ids) - block_size - 1]
+        self.starts = starts
         if self.starts is not None and len(self.starts) == 0:
             raise ValueError(f"no allowed start leaves room for a window of {block_size} tokens")
 

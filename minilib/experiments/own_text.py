@@ -18,6 +18,7 @@ from minilib import runtime
 # Steps of 16 x 128 tokens each start reads: at laptop 0.2M tokens a start, ~2-3 CPU-minutes each. The shipped
 # GPT continues at tapt.py's LR (a quarter of pretraining's peak); the random start takes pretraining's own.
 STEPS = {"smoke": 8, "laptop": 100, "full": 1_000}
+BATCH = 16                                   # windows a step, each of the model's block_size tokens
 CONTINUE_LR, SCRATCH_LR = 2.5e-4, 1e-3
 VALID_TOKENS = {"smoke": 4_096, "laptop": 32_768, "full": 262_144}
 
@@ -53,13 +54,13 @@ def race(paths, profile: str | None = None, steps: int | None = None, documents:
     rows = [("unigram model of your text", unigram_nats(train_ids, valid_ids, tok.vocab_size)),
             ("shipped GPT, before your text", score(model))]
     t0 = time.time()
-    adapt_lm(model, texts, tok, steps, CONTINUE_LR, seed=seed, progress=progress)
+    adapt_lm(model, texts, tok, steps, CONTINUE_LR, batch_size=BATCH, seed=seed, progress=progress)
     rows.append((f"shipped GPT + {steps} steps of your text", score(model)))
     torch.manual_seed(seed)
     scratch = GPT(model.cfg)
-    adapt_lm(scratch, texts, tok, steps, SCRATCH_LR, seed=seed, progress=progress)
+    adapt_lm(scratch, texts, tok, steps, SCRATCH_LR, batch_size=BATCH, seed=seed, progress=progress)
     rows.append((f"random start + {steps} steps of your text", score(scratch)))
     return {"rows": rows, "corpus": corpus.describe(), "steps": steps, "profile": profile,
-            "tokens_per_start": steps * 16 * model.cfg.block_size, "train_tokens": int(len(train_ids)),
+            "tokens_per_start": steps * BATCH * model.cfg.block_size, "train_tokens": int(len(train_ids)),
             "valid_tokens": int(len(valid_ids)) - 1, "checkpoint": Path(default_checkpoint(profile)).name,
             "seconds": round(time.time() - t0, 1)}
