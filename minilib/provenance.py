@@ -124,6 +124,34 @@ def stamp(*, seed: int | None = None, **extra: Any) -> dict[str, Any]:
     return out
 
 
+IN_REPO_LAUNCHERS = ("__main__.py", "ipykernel_launcher.py")   # `python -m minilib ...`; a lesson's kernel
+
+
+def command_in_repo(command: str, root: Path = REPO_ROOT) -> bool:
+    """Whether a stamped command runs code in this repository: `python -m minilib ...` (stamped as __main__.py, or
+    spelled out by the queue), a lesson's kernel, or a script of its tools/ or book/ folder (stamped by file name).
+    `python -c ...` or a script kept elsewhere is not: the result cannot be made again from the repository."""
+    words = command.split()
+    if words[:3] == ["python", "-m", "minilib"]:
+        return True
+    first = words[0] if words else ""
+    return first in IN_REPO_LAUNCHERS or (first.endswith(".py") and any(
+        (root / folder / first).is_file() for folder in ("tools", "book")))
+
+
+def restamped(row: dict, command: str) -> dict | None:
+    """`row` (a cached result) stamped with `command`, an in-repository command whose cache key it matches, when its
+    own stamped command is not in the repository (command_in_repo); None when it is. The numbers, the commit that
+    made them and the old command stay (`restamped_from`), so the stamp says both who made it and what remakes it."""
+    stamp_ = row.get("provenance") or {}
+    if command_in_repo(stamp_.get("command", "")):
+        return None
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return {**row, "provenance": {**stamp_, "command": command,
+                                  "restamped_from": {"command": stamp_.get("command", ""), "time": now,
+                                                     "commit": git_commit()}}}
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write `data` to `path` so a crash leaves either the old file or the new one, never half."""
     path = Path(path)

@@ -174,3 +174,28 @@ def test_claims_of_a_users_task_stay_out_of_the_repository(tmp_path, monkeypatch
     assert queue.claims_folder(tasks.get(str(csv))) == tmp_path / "data" / "queue-claims"
     a, b = (queue.claim_path(tmp_path / d / "rt-bow-lr-n100-s0-smoke.json", tmp_path) for d in ("x", "y"))
     assert a != b and a.name.startswith("rt-bow-lr-n100-s0-smoke-")      # two folders' points claim apart
+
+
+def test_restamp_gives_outside_points_the_queue_command_and_trains_nothing(filled, tmp_path):
+    folder = copy_of(filled, tmp_path)
+    inside = folder / "points" / POINTS[0]
+    outside = folder / "points" / POINTS[1]
+    row = json.loads(outside.read_text())
+    row["provenance"]["command"] = ".queue.py"               # made by a script kept outside the repository
+    provenance.write_json(outside, row)
+    before = inside.read_bytes()
+    code, out, counts = run_queue(folder, "--restamp")
+    assert code == 0 and counts["trained"] == 0 and "restamp: points=4 restamped=1" in out, out
+    after = json.loads(outside.read_text())
+    assert after["provenance"]["command"] == ("__main__.py " + " ".join(GRID) + " --results-dir "
+                                              f"{provenance.shown_path(folder / 'points')} --claims-dir "
+                                              f"{provenance.shown_path(folder / 'claims')} --fill")
+    assert after["provenance"]["restamped_from"]["command"] == ".queue.py"
+    assert {k: v for k, v in after.items() if k != "provenance"} == {k: v for k, v in row.items() if k != "provenance"}
+    assert inside.read_bytes() == before                       # its command is in the repository: left as it was
+
+
+def test_restamp_never_trains_a_missing_point(tmp_path):
+    code, out, counts = run_queue(tmp_path, "--restamp")
+    assert code == 1 and counts["trained"] == 0 and out.count("not cached with this key") == 4, out
+    assert not (tmp_path / "points").exists() or not any((tmp_path / "points").iterdir())

@@ -145,3 +145,41 @@ def test_saving_the_same_static_vector_scores_again_rewrites_nothing(tmp_path):
     assert _stat(path) == before
     sv.save_results([{**rows[0], "wordsim": 0.31}], config, path)
     assert json.loads(path.read_text())["rows"][0]["wordsim"] == 0.31
+
+
+# ----------------------------------------------------------------------------- every command is in the repository
+
+def stamped_commands(obj):
+    """Every provenance command in a result (a summary can hold its points' stamps)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == "command" and isinstance(v, str):
+                yield v
+            else:
+                yield from stamped_commands(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from stamped_commands(v)
+
+
+def test_the_rule_tells_a_command_in_the_repository_from_one_outside():
+    from minilib.provenance import command_in_repo
+
+    for inside in ("__main__.py experiment queue --task rt --methods scratch", "ipykernel_launcher.py -f k.json",
+                   "python -m minilib experiment queue --task trec", "gpu_check.py --copy-to <outside>/out"):
+        assert command_in_repo(inside), inside
+    for outside in (".queue.py", "search.py --x 1", "-c", "", "rerun_gpt.py", "python -m other"):
+        assert not command_in_repo(outside), outside
+
+
+def test_every_shipped_result_names_a_command_in_the_repository():
+    from minilib.provenance import command_in_repo
+
+    offending = {}
+    for path in shipped_json():
+        bad = [c for c in stamped_commands(json.loads(path.read_text(encoding="utf-8"))) if not command_in_repo(c)]
+        if bad:
+            offending[path.relative_to(ROOT).as_posix()] = bad[0]
+    listing = "\n".join(f"  {p}: {c!r}" for p, c in sorted(offending.items())[:20])
+    assert not offending, (f"{len(offending)} files were stamped by a command that is not in the repository "
+                           f"(run the in-repository command that remakes them with --restamp):\n{listing}")

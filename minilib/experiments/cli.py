@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
+from pathlib import Path
+
+from minilib import provenance
 
 EXPERIMENTS = {  # name -> (module, help)
     "sample-efficiency": ("minilib.experiments.sample_efficiency",
@@ -76,6 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--fill", action="store_true",
                        help="train every uncached point, however long (without it a command stops before "
                             "training past ~5 min of estimated CPU time, and says how long the rest would take)")
+        p.add_argument("--restamp", action="store_true",
+                       help="train nothing; stamp each cached point whose stamped command is a script outside the "
+                            "repository with this command (run with --fill instead of --restamp), the old one kept")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,5 +90,17 @@ def run(args: argparse.Namespace) -> int:
 
     if getattr(args, "_missing", False):
         raise SystemExit(f"experiment {args.experiment!r} is not written yet ({args._module})")
-    with grid.cost_guard(None if args.fill else grid.LONG_S):
-        return int(importlib.import_module(args._module).cli_run(args, args.experiment) or 0)
+    if not args.restamp:
+        with grid.cost_guard(None if args.fill else grid.LONG_S):
+            return int(importlib.import_module(args._module).cli_run(args, args.experiment) or 0)
+    with grid.restamping(restamp_command()) as done:
+        status = int(importlib.import_module(args._module).cli_run(args, args.experiment) or 0)
+    print(f"restamp: points={done.checked} restamped={len(done.rewritten)}")
+    return status
+
+
+def restamp_command() -> str:
+    """This command line as the one that remakes what it reads: --restamp replaced by --fill, stamped as
+    provenance.stamp would stamp it."""
+    argv = [("--fill" if a == "--restamp" else a) for a in sys.argv[1:] if a != "--fill"]
+    return provenance.portable_text(" ".join([Path(sys.argv[0]).name, *argv]), provenance.shown_path)

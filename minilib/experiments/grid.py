@@ -21,7 +21,7 @@ import hashlib
 import importlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -59,6 +59,47 @@ def cost_guard(limit_s: float | None = LONG_S):
         yield _GUARD
     finally:
         _GUARD = previous
+
+
+@dataclass
+class Restamp:
+    """What --restamp gives cached points (`command`) and the files it rewrote."""
+    command: str
+    rewritten: list[str] = field(default_factory=list)
+    checked: int = 0
+
+
+_RESTAMP: Restamp | None = None      # set by the command line's --restamp (experiments/cli.py)
+
+
+@contextlib.contextmanager
+def restamping(command: str):
+    """Within (the command line's --restamp): run_point trains nothing, an uncached point being a UsageError, and
+    every cached point it reads whose stamped command is not in the repository is stamped with `command`, the
+    in-repository command whose key it matched (provenance.restamped; numbers untouched)."""
+    global _RESTAMP
+    previous, _RESTAMP = _RESTAMP, Restamp(command)
+    try:
+        yield _RESTAMP
+    finally:
+        _RESTAMP = previous
+
+
+def restamp_active() -> bool:
+    """Whether this command runs under --restamp (restamping())."""
+    return _RESTAMP is not None
+
+
+def restamp_point(path: str | Path, row: dict) -> None:
+    """Under restamping(): give the cached point `row` (read from `path`, its key checked) the command's stamp if
+    its own command is not in the repository. A no-op otherwise."""
+    if _RESTAMP is None:
+        return
+    _RESTAMP.checked += 1
+    new = provenance.restamped(row, _RESTAMP.command)
+    if new is not None:
+        provenance.write_json(path, new)
+        _RESTAMP.rewritten.append(provenance.shown_path(path))
 
 
 def check_cost(seconds: float, points: int) -> None:
@@ -289,7 +330,11 @@ def run_point(task, n_labels, method_name: str, seed: int, *, force: bool = Fals
         cached = cached_point(task, n_labels, m.name, seed, checkpoint=checkpoint, settings=settings,
                               results_dir=results_dir)
         if cached is not None:
+            restamp_point(point_path(m, task, n_labels, seed, prof, results_dir), cached)
             return cached
+    if _RESTAMP is not None:
+        raise UsageError(f"--restamp trains nothing, and {task.name} n={n} {m.name} seed {seed} is not cached "
+                         f"with this command's key{' (--force retrains)' if force else ''}: run it without --restamp")
     _charge(task, m, n, prof)
     key = _key(m, task, prof, checkpoint, settings)
     if threads:

@@ -268,7 +268,7 @@ def command_line(args: argparse.Namespace) -> list[str]:
     cli_arguments(defaults, "queue")
     parts = ["python -m minilib", "experiment", "queue"]
     for key, value in vars(args).items():
-        if key.startswith("_") or key in ("experiment", "command", "dry_run") or value is None or value is False:
+        if key.startswith("_") or key in ("experiment", "command", "dry_run", "restamp") or value is None or value is False:
             continue
         if key not in ALWAYS and value == defaults.get_default(key):
             continue
@@ -459,7 +459,15 @@ def cli_run(args, name: str) -> int:
               + (f" ({sum(p.stale for p in mine)} stale)" if any(p.stale for p in mine) else ""), flush=True)
     print(f"plan: {len(todo)} to train, about {grid.duration(total)} of CPU"
           + (f" ({untimed} never timed)" if untimed else "") + (f" on {workers} workers" if todo else ""), flush=True)
-    if args.dry_run:
+    if grid.restamp_active():               # --restamp: the cached points' stamps, and nothing trained
+        uncached = {q.path for q in todo}
+        for p in points:
+            if p.path not in uncached:
+                grid.restamp_point(p.path, json.loads(Path(p.path).read_text()))
+        for p in todo:
+            print(f"not cached with this key: {p.name()}{' (stale)' if p.stale else ''}")
+        outcomes = []
+    elif args.dry_run:
         for p in todo:
             held = read_claim(p.claim)
             state = "" if held is None else (f", claimed by {holder(held)}" if stale_reason(
@@ -476,4 +484,4 @@ def cli_run(args, name: str) -> int:
     count = {s: sum(o["status"] == s for o in outcomes) for s in ("trained", "cached", "failed", "claimed")}
     print(f"queue: points={len(points)} cached={len(points) - len(todo) + count['cached']} trained={count['trained']} "
           f"failed={count['failed']} claimed={count['claimed']} seconds={time.perf_counter() - t0:.0f}")
-    return 1 if count["failed"] else 0
+    return 1 if count["failed"] or (grid.restamp_active() and todo) else 0
