@@ -74,3 +74,18 @@ def test_method_config_gives_each_method_its_recipe_only_when_tuned():
         config = se.method_config(tuned, method)
         assert (config.cycle_per_stage, config.clf_epochs, config.lm_epochs, config.clf_lr) == (True, 20, 10, base.clf_lr)
     assert se.settings(tuned, "scratch") != se.settings(tuned, "ulmfit")
+
+
+def test_candidates_name_folders_and_narrow_the_search():
+    import pytest
+
+    from minilib.experiments import ulmfit_recipe
+    from minilib.runtime import UsageError
+
+    picked = ulmfit_recipe.some_candidates("one-cycle-lr-3e-3, a-cycle-per-stage")
+    assert picked == ["one cycle, LR 3e-3", "a cycle per stage"]
+    points = ulmfit_recipe._points(["scratch", "ulmfit"], ["all"], picked)
+    assert points == [("all", "scratch", "one cycle, LR 3e-3"), ("all", "ulmfit", "a cycle per stage"),
+                      ("all", "ulmfit", "one cycle, LR 3e-3")]
+    with pytest.raises(UsageError, match="--candidates no-such"):
+        ulmfit_recipe.some_candidates("no-such")

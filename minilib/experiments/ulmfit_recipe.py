@@ -55,21 +55,33 @@ def config_of(candidate: str, profile: str | None = None) -> se.SampleEfficiency
     return dataclasses.replace(se.SIZES[profile or runtime.profile()], tuned=False, **CANDIDATES[candidate])
 
 
-def _points(methods: Sequence[str], label_counts):
-    """(label count, method, candidate) of every point of the search, in the order it runs."""
-    return [(n, m, c) for n in label_counts for m in methods for c in candidates_for(m)]
+def _points(methods: Sequence[str], label_counts, candidates: Sequence[str] | None = None):
+    """(label count, method, candidate) of every point of the search (of `candidates` only, if given), in the
+    order it runs."""
+    return [(n, m, c) for n in label_counts for m in methods for c in candidates_for(m)
+            if candidates is None or c in candidates]
+
+
+def some_candidates(slugs: str) -> list[str]:
+    """'a-cycle-per-stage,...' -> those CANDIDATES, named by their folders; an unknown one is a UsageError."""
+    by_slug = {slug(c): c for c in CANDIDATES}
+    wanted = [x.strip() for x in slugs.split(",") if x.strip()]
+    if unknown := [x for x in wanted if x not in by_slug]:
+        raise runtime.UsageError(f"--candidates {unknown[0]}: use some of {', '.join(by_slug)}")
+    return [by_slug[x] for x in wanted]
 
 
 def run(task: str, methods: Sequence[str] = ("scratch", "ulmfit"), seed: int = 0, label_counts=None,
-        log=print) -> list[dict[str, Any]]:
-    """Every (candidate, method, label count) point on `task`'s validation task; cached."""
+        log=print, candidates: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Every (candidate, method, label count) point on `task`'s validation task (of `candidates`, default all);
+    cached."""
     valid = tasks.get(task).validation()
     prof = runtime.profile()
     ckpt = se.default_checkpoint(prof)
     if not ckpt.exists():  # the smoke profile has no LM of its own: it tunes from the shipped one
         ckpt = se.default_checkpoint("laptop")
     rows = []
-    for n, method, candidate in _points(methods, label_counts or LABELS[prof]):
+    for n, method, candidate in _points(methods, label_counts or LABELS[prof], candidates):
         config = config_of(candidate, prof)
         row = grid.run_point(valid, n, method, seed, threads=config.threads, checkpoint=ckpt,
                              settings=se.settings(config), results_dir=RESULTS / slug(candidate),
@@ -112,11 +124,18 @@ def cli_arguments(p, name: str) -> None:
     p.add_argument("--task", default="rt", help="rt, trec, or a CSV/TSV file with a header row (default: rt)")
     tasks.add_arguments(p)
     p.add_argument("--methods", default="scratch,ulmfit", help="methods to tune (default: scratch,ulmfit)")
+    p.add_argument("--candidates", default=None,
+                   help="comma-separated candidate names as folders of results/ulmfit-recipe (default: all)")
+    p.add_argument("--labels", default=None, help="comma-separated label counts (default: the profile's, laptop 500,all)")
 
 
 def cli_run(args, name: str) -> int:
     task = tasks.from_args(args)
-    rows = run(task, [m.strip() for m in args.methods.split(",")])
+    rows = run(task, [m.strip() for m in args.methods.split(",")],
+               label_counts=grid.parse_labels(args.labels) if args.labels else None,
+               candidates=some_candidates(args.candidates) if args.candidates else None)
+    if not rows:
+        raise runtime.UsageError(f"--candidates {args.candidates}: none of them is tried for {args.methods}")
     chosen = choose(rows)
     print(f"{name}: {task.name} " + " ".join(f"{m}={slug(c)}" for m, c in chosen.items()))
     return 0
