@@ -6,7 +6,10 @@
     sgns-lr    the same on our SGNS vectors, trained on the text ELMo's biLM read (chapters 01, 03)
 
 Pair tasks get [features of a; features of b]. The L2 strength of each logistic regression is
-chosen by 3-fold cross-validation inside the labelled sample (never on test), from L2_GRID.
+chosen by 3-fold cross-validation inside the labelled sample (never on test), from L2_GRID, by the task's own
+metric. On a task scored by balanced accuracy (a CSV with a rare class, tasks.IMBALANCED) the loss weights each
+class by the inverse of its share, the loss that matches that metric (a rare class then weighs as much as a common
+one), and the folds are stratified.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from minilib.data.tokenize import tokenize
+from minilib.eval.classification import balanced_accuracy
 from minilib.experiments.elmo_probes import shipped_checkpoint
 from minilib.experiments.grid import Method, register
 from minilib.tasks import Task
@@ -79,17 +83,26 @@ def _logits(head: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return (torch.sparse.mm(x, head.weight.t()) + head.bias) if x.is_sparse else head(x)
 
 
-def fit_logistic(x: torch.Tensor, y: torch.Tensor, n_classes: int, l2: float, steps: int = 100) -> torch.nn.Linear:
-    """Multinomial logistic regression, mean cross-entropy + l2·|W|², by full-batch L-BFGS."""
+def class_weights(y: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """Each class weighted by the inverse of its share of `y` (1 on average over the items; an absent class 0)."""
+    counts = torch.bincount(y, minlength=n_classes).float()
+    return torch.where(counts > 0, len(y) / (n_classes * counts.clamp_min(1)), torch.zeros_like(counts))
+
+
+def fit_logistic(x: torch.Tensor, y: torch.Tensor, n_classes: int, l2: float, steps: int = 100,
+                 weighted: bool = False) -> torch.nn.Linear:
+    """Multinomial logistic regression, mean cross-entropy (class-weighted if `weighted`) + l2·|W|², by
+    full-batch L-BFGS."""
     torch.manual_seed(0)
     head = torch.nn.Linear(x.shape[1], n_classes)
     torch.nn.init.zeros_(head.weight)
     torch.nn.init.zeros_(head.bias)
     opt = torch.optim.LBFGS(head.parameters(), lr=1, max_iter=steps, history_size=10, line_search_fn="strong_wolfe")
+    weight = class_weights(y, n_classes) if weighted else None
 
     def closure():
         opt.zero_grad()
-        loss = F.cross_entropy(_logits(head, x), y) + l2 * head.weight.pow(2).sum()
+        loss = F.cross_entropy(_logits(head, x), y, weight=weight) + l2 * head.weight.pow(2).sum()
         loss.backward()
         return loss
 
@@ -101,23 +114,35 @@ def _rows(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return x.index_select(0, idx)
 
 
-def choose_l2(x: torch.Tensor, y: torch.Tensor, n_classes: int, seed: int) -> tuple[float, dict]:
-    """The L2 of L2_GRID with the best mean accuracy over CV_FOLDS folds of the labelled sample."""
+def _score(pred: torch.Tensor, y: torch.Tensor, metric: str) -> float:
+    return (pred == y).float().mean().item() if metric == "accuracy" else balanced_accuracy(pred, y)
+
+
+def choose_l2(x: torch.Tensor, y: torch.Tensor, n_classes: int, seed: int,
+              metric: str = "accuracy") -> tuple[float, dict]:
+    """(L2, mean score of each): the L2 of L2_GRID with the best mean `metric` over CV_FOLDS folds of the labelled
+    sample (ties: the stronger penalty). For balanced accuracy the fits are class-weighted and the folds stratified."""
     n = len(y)
+    weighted = metric == "balanced_accuracy"
     if n < 2 * CV_FOLDS:
         return L2_GRID[len(L2_GRID) // 2], {}
-    folds = np.array_split(np.random.default_rng(seed).permutation(n), CV_FOLDS)
-    scores = {}
+    rng = np.random.default_rng(seed)
+    if metric == "balanced_accuracy":     # stratified: each fold holds its share of a rare class (a third of 9 items)
+        dealt = np.concatenate([rng.permutation(np.flatnonzero(y.numpy() == c)) for c in range(n_classes)])
+        folds = [dealt[k::CV_FOLDS] for k in range(CV_FOLDS)]
+    else:
+        folds = np.array_split(rng.permutation(n), CV_FOLDS)
+    mean = {}
     for l2 in L2_GRID:
-        accs = []
+        folds_scores = []
         for k in range(CV_FOLDS):
             val = torch.as_tensor(folds[k])
             fit = torch.as_tensor(np.concatenate([folds[j] for j in range(CV_FOLDS) if j != k]))
-            head = fit_logistic(_rows(x, fit), y[fit], n_classes, l2)
+            head = fit_logistic(_rows(x, fit), y[fit], n_classes, l2, weighted=weighted)
             with torch.no_grad():
-                accs.append((_logits(head, _rows(x, val)).argmax(-1) == y[val]).float().mean().item())
-        scores[l2] = float(np.mean(accs))
-    return max(L2_GRID, key=lambda l2: (scores[l2], l2)), {str(k): v for k, v in scores.items()}
+                folds_scores.append(_score(_logits(head, _rows(x, val)).argmax(-1), y[val], metric))
+        mean[l2] = float(np.mean(folds_scores))
+    return max(L2_GRID, key=lambda l2: (mean[l2], l2)), {str(k): v for k, v in mean.items()}
 
 
 def _train_lr(task: Task, idx, seed: int, featurize) -> dict:
@@ -125,11 +150,15 @@ def _train_lr(task: Task, idx, seed: int, featurize) -> dict:
     test_units, test_labels = _units(task, "test")
     x, x_test = featurize(units, test_units)
     y, y_test = torch.tensor(labels), torch.tensor(test_labels)
-    l2, cv = choose_l2(x, y, task.n_classes, seed)
-    head = fit_logistic(x, y, task.n_classes, l2)
+    weighted = task.metric == "balanced_accuracy"
+    l2, cv = choose_l2(x, y, task.n_classes, seed, task.metric)
+    head = fit_logistic(x, y, task.n_classes, l2, weighted=weighted)
     with torch.no_grad():
-        acc = (_logits(head, x_test).argmax(-1) == y_test).float().mean().item()
-    return {"accuracy": acc, "l2": l2, "cv_accuracy": cv, "n_features": int(x.shape[1]), "n_test": len(test_labels)}
+        pred = _logits(head, x_test).argmax(-1)
+    test = {m: _score(pred, y_test, m) for m in ("accuracy", "balanced_accuracy")}
+    return {**test, "l2": l2, **({"class_weights": weighted} if task.metric != "accuracy" else {}),
+            ("cv_accuracy" if task.metric == "accuracy" else f"cv_{task.metric}"): cv,
+            "n_features": int(x.shape[1]), "n_test": len(test_labels)}
 
 
 # ----------------------------------------------------------------------------- the methods
@@ -138,8 +167,8 @@ def train_majority(task: Task, idx, seed, settings, checkpoint, **_) -> dict:
     _, labels = _units(task, "train", idx)
     _, test_labels = _units(task, "test")
     top = Counter(labels).most_common(1)[0][0]
-    return {"accuracy": float(np.mean(np.asarray(test_labels) == top)), "predicts": task.classes[top],
-            "n_test": len(test_labels)}
+    return {"accuracy": float(np.mean(np.asarray(test_labels) == top)),
+            "balanced_accuracy": balanced_accuracy([top] * len(test_labels), test_labels), "predicts": task.classes[top], "n_test": len(test_labels)}
 
 
 def train_bow(task: Task, idx, seed, settings, checkpoint, **_) -> dict:

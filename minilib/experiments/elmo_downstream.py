@@ -57,6 +57,7 @@ import torch
 from torch import nn
 
 from minilib import provenance, runtime, tasks
+from minilib.eval.classification import balanced_accuracy
 from minilib.experiments import grid
 from minilib.experiments.elmo_probes import SIZES as PROBE_SIZES, default_checkpoint, static_baseline
 from minilib.experiments.grid import ALL
@@ -237,7 +238,9 @@ def train_head(train_x: dict, train_y: torch.Tensor, test_x: dict, test_y: torch
             acc = (model(test_x).argmax(-1) == test_y).float().mean().item()
         curve.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "test_accuracy": acc})
     mix = model.mixes["elmo"] if "elmo" in model.mixes else None
-    return {"accuracy": curve[-1]["test_accuracy"], "curve": curve,
+    with torch.no_grad():
+        balanced = balanced_accuracy(model(test_x).argmax(-1), test_y)
+    return {"accuracy": curve[-1]["test_accuracy"], "balanced_accuracy": balanced, "curve": curve,
             "layer_weights": mix.weights.tolist() if mix is not None else None,
             "gamma": mix.gamma.item() if mix is not None else None}
 

@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from minilib import provenance, runtime, tasks
+from minilib.eval.classification import balanced_accuracy
 from minilib.experiments import grid
 from minilib.experiments.elmo_probes import SIZES as PROBE_SIZES, shipped_checkpoint, static_baseline
 from minilib.models.elmo import ScalarMix
@@ -179,17 +180,22 @@ def _pad(feats: Sequence[torch.Tensor], tags: Sequence[torch.Tensor]):
     return x, y, lengths
 
 
-def accuracy(model: Tagger, feats, tags, batch_size: int = 128) -> float:
+def predicted(model: Tagger, feats, tags, batch_size: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
+    """(predicted, true) label of every scored word (or, pooled, item), in eval mode."""
     model.eval()
-    right = total = 0
+    preds, truth = [], []
     with torch.no_grad():
         for i in range(0, len(feats), batch_size):
             x, y, lengths = _pad(feats[i:i + batch_size], tags[i:i + batch_size])
-            pred = model(x, lengths).argmax(-1)
             keep = y != -100
-            right += int((pred[keep] == y[keep]).sum())
-            total += int(keep.sum())
-    return right / total
+            preds.append(model(x, lengths).argmax(-1)[keep])
+            truth.append(y[keep])
+    return torch.cat(preds), torch.cat(truth)
+
+
+def accuracy(model: Tagger, feats, tags, batch_size: int = 128) -> float:
+    pred, y = predicted(model, feats, tags, batch_size)
+    return int((pred == y).sum()) / len(y)
 
 
 def train_tagger(task, idx, seed: int, point: dict, checkpoint, *, kind: str, tagger: str, log=print,
@@ -226,10 +232,13 @@ def train_tagger(task, idx, seed: int, point: dict, checkpoint, *, kind: str, ta
         sched.step()
         if (step + 1) % max(1, steps // 10) == 0:
             curve.append({"step": step + 1, "train_loss": loss.item()})
-    acc = accuracy(model, test_x, test_y)
+    pred, truth = predicted(model, test_x, test_y)
+    acc = int((pred == truth).sum()) / len(truth)
     scored = {"n_train_items": len(tags), "n_test_items": len(test_y)} if pooled else \
         {"n_train_tokens": int(sum(len(t) for t in tags)), "n_test_tokens": int(sum(len(t) for t in test_y))}
-    return {"kind": kind, "tagger": tagger, "accuracy": acc, "curve": curve, "steps": steps, **scored,
+    return {"kind": kind, "tagger": tagger, "accuracy": acc,
+            **({"balanced_accuracy": balanced_accuracy(pred, truth)} if pooled else {}),
+            "curve": curve, "steps": steps, **scored,
             "layer_weights": model.mix.weights.detach().tolist(), "gamma": model.mix.gamma.item()}
 
 

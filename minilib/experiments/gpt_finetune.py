@@ -135,7 +135,7 @@ def fine_tune_point(task: tasks.Task, idx, seed: int, config, model, tok, word_p
     repeated to `config.min_steps_per_epoch` steps an epoch), `fit(train, valid, score)` and one score of
     task.test (a fixed subset when `config.max_test`). `word_pieces(words)`: each word's subword ids."""
     from minilib.data.batching import ClassificationBatches, TaggingBatches
-    from minilib.eval.classification import error_rate
+    from minilib.eval.classification import balanced_accuracy, error_rate, predict
 
     tagging = task.kind == "token"
 
@@ -167,7 +167,12 @@ def fine_tune_point(task: tasks.Task, idx, seed: int, config, model, tok, word_p
     learner = fit(train, test if valid_curve else None, score)
     curve = [{"epoch": i + 1, **{k: e[k] for k in ("train_loss", "valid_error") if k in e}}
              for i, e in enumerate(learner.history.epochs)]
-    return {"accuracy": score(model, test), "n_test": len(test_idx), "curve": curve,
+    if tagging:
+        scored = {"accuracy": tagging_accuracy(model, test)}
+    else:
+        preds, truth = predict(model, test)
+        scored = {"accuracy": 1 - float((preds != truth).float().mean()), "balanced_accuracy": balanced_accuracy(preds, truth)}
+    return {**scored, "n_test": len(test_idx), "curve": curve,
             "train_seconds": round(time.perf_counter() - t0, 2)}
 
 

@@ -345,8 +345,11 @@ def run_point(task, n_labels, method_name: str, seed: int, *, force: bool = Fals
     with propagate_interrupts():  # a Stop in a notebook must not leave an unfinished point cached
         result = m.train(task, idx, seed, settings or m.settings(prof), ckpt, progress=progress, callbacks=callbacks,
                          **({"log": log} if log else {}), **train_options)
+    if task.metric not in result:
+        raise UsageError(f"method {m.name!r} reports no {task.metric.replace('_', ' ')}, which {task.name} is scored by: "
+                         f"run it on a task scored by accuracy (--metric accuracy)")
     row = {"task": task.name, "n_labels": n, "labels": n_labels, "method": m.name, "seed": seed,
-           **result, "error": 1 - result["accuracy"], "seconds": round(time.perf_counter() - t0, 2),
+           **result, "metric": task.metric, "error": 1 - result[task.metric], "seconds": round(time.perf_counter() - t0, 2),
            "train_indices_sha256": hashlib.sha256(np.asarray(idx, dtype=np.int64).tobytes()).hexdigest(),
            **key, "checkpoint": provenance.shown_path(ckpt) if ckpt else None,
            "provenance": provenance.stamp(seed=seed, threads=torch.get_num_threads())}

@@ -236,7 +236,7 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
     stopped point resumes there (an all-label ULMFiT point on rt takes about an hour of one thread), and
     the folder goes once the point is scored."""
     from minilib.data.batching import ClassificationBatches, encode_texts
-    from minilib.eval.classification import error_rate
+    from minilib.eval.classification import balanced_accuracy, predict
     from minilib.models.awd_lstm import AWDLSTM
     from minilib.models.pretrained import load_pretrained
     from minilib.models.ulmfit import ULMFiTClassifier
@@ -285,10 +285,11 @@ def train_classifier(task, idx, seed: int, point: dict, checkpoint, *, method: s
     curve = [{"epoch": i + 1, "train_loss": e["train_loss"],
               **({"valid_loss": e["valid_loss"], "valid_error": 1 - e["accuracy"]} if valid_curve else {})}
              for i, e in enumerate(learner.history.epochs)]
-    error = error_rate(model, test)
+    preds, truth = predict(model, test)
+    error = float((preds != truth).float().mean())     # as eval.classification.error_rate
     if partial is not None:
         shutil.rmtree(partial, ignore_errors=True)
-    return {"accuracy": 1 - error, "n_test": len(test_labels), "curve": curve, "recipe": asdict(recipe),
+    return {"accuracy": 1 - error, "balanced_accuracy": balanced_accuracy(preds, truth), "n_test": len(test_labels), "curve": curve, "recipe": asdict(recipe),
             "lm_seconds": round(lm_seconds, 2), "pretrained": provenance.shown_path(checkpoint),
             "pretrained_sha256": grid.file_sha256(checkpoint)}
 

@@ -26,6 +26,10 @@ import numpy as np
 from minilib.runtime import UsageError
 
 KINDS = ("sentence", "pair", "token")
+METRICS = ("accuracy", "balanced_accuracy")   # what a task's points are scored by (error = 1 - the metric)
+# A CSV whose rarest class has under half its share at balance (under 25 % of two classes, 10 % of five) is scored
+# by balanced accuracy: there, always answering the big class has a small error and has learned nothing.
+IMBALANCED = 0.5
 
 
 class TaskError(UsageError):
@@ -53,10 +57,13 @@ class Task:
     user: bool = False                 # a user's data (a CSV): its grid points are cached in the user's data
                                        # cache, never in the repository's results/ (experiments/grid.py)
     dropped: dict[str, int] = field(default_factory=dict, repr=False)  # class -> training rows the leak guard dropped
+    metric: str = "accuracy"           # accuracy | balanced_accuracy (mean recall over classes): what points report
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise TaskError(f"task kind {self.kind!r}: use one of {', '.join(KINDS)}")
+        if self.metric not in METRICS or (self.kind == "token" and self.metric != "accuracy"):
+            raise TaskError(f"metric {self.metric!r}: use one of {', '.join(METRICS)} (a token task: accuracy)")
 
     @property
     def n_classes(self) -> int:
@@ -79,6 +86,8 @@ class Task:
         h = hashlib.sha256(json.dumps([self.kind, list(self.classes)]).encode())
         for split in (self.train, self.test):
             h.update(json.dumps([split.texts, split.labels], ensure_ascii=False).encode())
+        if self.metric != "accuracy":     # another score is another point (accuracy's fingerprints stay as they were)
+            h.update(json.dumps(["metric", self.metric]).encode())
         return h.hexdigest()
 
     def sample(self, n: int, seed: int) -> np.ndarray:
@@ -98,6 +107,8 @@ class Task:
             bal = self.balance(split)
             total = sum(bal.values())
             lines.append(f"  {split} balance: " + ", ".join(f"{c} {n / total:.1%}" for c, n in bal.items()))
+        lines.append(f"  scored by {self.metric.replace('_', ' ')}" + (
+            " (mean recall over classes: the classes are imbalanced)" if self.metric == "balanced_accuracy" else ""))
         lines.append(f"  unlabelled in-domain text: {'yes' if self.lm_text else 'no'}")
         return "\n".join(lines)
 
@@ -121,7 +132,7 @@ class Task:
         return Task(name=f"{self.name}-valid", kind=self.kind, classes=self.classes, train=part(rest),
                     test=part(keep), lm_text=lm_text if self.lm_text else None,
                     source=f"{self.name}'s training split, {len(keep):,} items held out for validation (seed {seed})",
-                    user=self.user)
+                    user=self.user, metric=self.metric)
 
     def leak_line(self) -> str:
         """One line: how many training rows the leak guard dropped, per class ('' for a task without a count)."""
@@ -137,14 +148,15 @@ class Task:
     @classmethod
     def from_csv(cls, path: str | Path, text: str = "text", label: str = "label", text_b: str | None = None,
                  test: str | Path | None = None, test_fraction: float = 0.2, seed: int = 0,
-                 name: str | None = None, encoding: str | None = None) -> "Task":
+                 name: str | None = None, encoding: str | None = None, metric: str | None = None) -> "Task":
         """A sentence (or, with `text_b`, pair) task from a CSV or TSV file with a header row.
 
         The file is read as `encoding`, else by its byte-order mark (UTF-8 with a BOM, UTF-16), else
         as UTF-8 (see `read_text`). The test split is the file `test` if given, else a seeded
         `test_fraction` of the rows. Training rows whose text matches a test text (equal, contained,
         same opening or ending) are dropped by the leak guard, so a near-duplicate cannot leak a test
-        answer; `dropped` counts them per class."""
+        answer; `dropped` counts them per class. `metric` (default: by the training rows' balance, IMBALANCED)
+        is what its points are scored by."""
         from minilib.data.labelled import LeakGuard
 
         rows = _read_table(path, [c for c in (text, label, text_b) if c], encoding)
@@ -174,11 +186,15 @@ class Task:
         dropped = Counter(r[label] for r, bad in zip(rows, leaked) if bad)
         rows = [r for r, bad in zip(rows, leaked) if not bad]
         index = {c: i for i, c in enumerate(classes)}
+        shares = Counter(r[label] for r in rows)
+        if metric is None:
+            imbalanced = min(shares[c] for c in classes) / max(len(rows), 1) < IMBALANCED / len(classes)
+            metric = "balanced_accuracy" if imbalanced else "accuracy"
         return cls(name=name or Path(path).stem, kind="pair" if text_b else "sentence", classes=classes,
                    train=Split([item(r) for r in rows], [index[r[label]] for r in rows]),
                    test=Split([item(r) for r in test_rows], [index[r[label]] for r in test_rows]),
                    source=f"{Path(path).name} ({sum(leaked)} training rows dropped by the leak guard)",
-                   user=True, dropped={c: dropped[c] for c in classes})
+                   user=True, dropped={c: dropped[c] for c in classes}, metric=metric)
 
 
 def read_text(path: str | Path, encoding: str | None = None) -> str:
@@ -315,6 +331,9 @@ def add_arguments(p) -> None:
     p.add_argument("--text-b-column", default=None, help="second text column: makes a pair task")
     p.add_argument("--test-file", default=None, help="a separate CSV/TSV test file (default: hold out a fraction)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="rows held out for test when no --test-file")
+    p.add_argument("--metric", default=None, choices=METRICS,
+                   help="what a CSV task is scored by (default: balanced_accuracy when its rarest class has under "
+                        "half its share at balance, else accuracy)")
     p.add_argument("--encoding", default=None,
                    help="the CSV's text encoding, e.g. cp1252 or latin-1 (default: UTF-8, or UTF-16 by its byte-order mark)")
 
@@ -324,7 +343,8 @@ def from_args(args, announce: bool = True) -> Task:
     task prints its leak-guard line (Task.leak_line: rows dropped, per class) first, so every command
     that reads it says what was dropped (stdout: stderr stays the one line of a mistake)."""
     task = get(args.task, text=args.text_column, label=args.label_column, text_b=args.text_b_column, test=args.test_file,
-               test_fraction=args.test_fraction, encoding=getattr(args, "encoding", None))
+               test_fraction=args.test_fraction, encoding=getattr(args, "encoding", None),
+               metric=getattr(args, "metric", None))
     if announce and task.leak_line():
         print(task.leak_line(), flush=True)
     return task
