@@ -6,7 +6,7 @@ import torch
 
 import transformers  # a dev dependency (pyproject [dev]): missing is a failure, not a skip
 
-from minilib.bench.bert import bench_bert, bert_arguments, copy_into_bert, hf_bert_config  # noqa: E402
+from bench.bert import bench_bert, bert_arguments, copy_into_bert, hf_bert_config  # noqa: E402
 from minilib.data.mlm import SpecialTokens, mask_tokens  # noqa: E402
 from minilib.models.bert import BERT, BERTConfig  # noqa: E402
 

@@ -4,7 +4,7 @@ import torch
 
 import transformers  # a dev dependency (pyproject [dev]): missing is a failure, not a skip
 
-from minilib.bench.gpt import copy_into_gpt2  # noqa: E402
+from bench.gpt import copy_into_gpt2  # noqa: E402
 from minilib.models.transformer import TransformerConfig, TransformerLM  # noqa: E402
 
 
@@ -49,7 +49,7 @@ def test_bench_refuses_a_width_that_heads_do_not_divide(capsys):
 def test_shapes_fill_unset_sizes_and_an_explicit_option_wins():
     import argparse
 
-    from minilib.bench.gpt import gpt_arguments, resolve_modes, resolve_shape
+    from bench.gpt import gpt_arguments, resolve_modes, resolve_shape
 
     p = argparse.ArgumentParser()
     gpt_arguments(p)
@@ -69,7 +69,7 @@ def test_the_gpu_loss_path_traces_without_a_graph_break():
     """On CUDA the loss is the head GEMM (bf16 under autocast) + an fp32 F.cross_entropy, no custom autograd
     Function: torch.compile's tracer must see one graph. The same code runs on a CPU with chunked_loss=False;
     the CPU's chunked path (a custom Function with data-dependent branches) is the one that breaks."""
-    from minilib.bench.gpt import graph_breaks
+    from bench.gpt import graph_breaks
 
     torch.manual_seed(0)
     x, y = torch.randint(0, 101, (2, 16)), torch.randint(0, 101, (2, 16))

@@ -202,3 +202,15 @@ def test_a_baseline_run_warns_nothing(capsys, reviews, tmp_path, recwarn):
         code = main(experiment(reviews, "--labels", "20", "--methods", "majority,bow-lr",
                                "--results-dir", str(tmp_path / "r")))
     assert code == 0
+
+
+def test_bench_outside_the_repository_is_one_line(tmp_path):
+    """bench/ is tooling beside the package: from another folder the command says where it lives (exit 2)."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "minilib", "bench", "word2vec"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": ""})   # the repository not on the path
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "repository's root" in done.stderr, done.stderr

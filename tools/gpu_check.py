@@ -12,7 +12,7 @@ the grid runner where the lesson fine-tunes. Nothing in minilib is changed for t
 minilib's Learner gets one extra callback (`Probe`) that records each step's loss and time and stops the fit
 after `--steps` steps (or at the section's deadline). Then the DDP path with one process (a one-rank process
 group; minilib wraps in DDP only when the world has more than one rank, so the check forces the wrap), then
-`bench gpt --shape gpt2-small` eager and compiled (minilib/bench/gpt.py).
+`bench gpt --shape gpt2-small` eager and compiled (bench/gpt.py).
 
 Every section has a hard time budget (SIGALRM); a section that fails or runs out of time is recorded with its
 error and the check goes on. The JSON (stamped, `provenance.stamp`) is rewritten after every section, so a
@@ -605,7 +605,7 @@ def device_slug(device) -> str:
 def bench(plan: Plan, budget: float, device, tmp: Path) -> dict:
     """`bench gpt` at GPT-2 small's shape (the dry run: a tiny one), one call per mode, eager first, so a compile
     that runs out of time still leaves the eager numbers."""
-    from minilib.bench import add_arguments, run
+    from bench import add_arguments, run
 
     size = (["--shape", "gpt2-small"] if not plan.dry else
             ["--layers", "2", "--width", "32", "--heads", "2", "--context", "16", "--batch", "4", "--vocab-size",

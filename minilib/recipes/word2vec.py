@@ -46,7 +46,7 @@ def train_word2vec(token_ids: Sequence, counts=None, config: Word2VecConfig | No
     locks, as word2vec.c's threads do (Recht et al. 2011, "Hogwild!"), with the same progress
     display, schedule and History; 'compiled' runs word2vec.c's pair-by-pair step
     (models/word2vec_compiled.py) in those workers, skip-gram on a CPU only. 'auto' = compiled
-    where it can run, else hogwild: the fastest (see minilib/bench/word2vec.py).
+    where it can run, else hogwild: the fastest (see bench/word2vec.py).
     """
     from minilib import runtime
     from minilib.models import word2vec_compiled

@@ -196,7 +196,7 @@ def bench_gpt(args: argparse.Namespace) -> int:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     from minilib import runtime
-    from minilib.bench.awd_lstm import text_ids
+    from bench.awd_lstm import text_ids
     from minilib.data.batching import LMStream
     from minilib.models.transformer import TransformerConfig, TransformerLM
 

@@ -14,10 +14,10 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable
 
-from minilib.bench.awd_lstm import awd_lstm_arguments, bench_awd_lstm
-from minilib.bench.bert import bench_bert, bert_arguments
-from minilib.bench.gpt import bench_gpt, gpt_arguments
-from minilib.bench.word2vec import bench_word2vec, word2vec_arguments
+from bench.awd_lstm import awd_lstm_arguments, bench_awd_lstm
+from bench.bert import bench_bert, bert_arguments
+from bench.gpt import bench_gpt, gpt_arguments
+from bench.word2vec import bench_word2vec, word2vec_arguments
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ def copy_into_bert(model, hf) -> None:
 
 
 def bench_bert(args: argparse.Namespace) -> int:
-    from minilib.bench.gpt import adamw_like_minilib, start_hf_bench
+    from bench.gpt import adamw_like_minilib, start_hf_bench
 
     if not start_hf_bench(args, "bert"):
         return 2
