@@ -104,7 +104,8 @@ def portable_text(text: str, shown=portable_path) -> str:
 
 
 def stamp(*, seed: int | None = None, **extra: Any) -> dict[str, Any]:
-    """Where a result came from: profile, device, commit, seed, versions, time, command."""
+    """Where a result came from: profile, device (and the CPU, whose kernels set the rounding), commit, seed,
+    versions, time, command."""
     import torch  # here, not at the top: minilib.data's fetching imports this module and needs no torch
 
     from minilib import runtime
@@ -113,6 +114,7 @@ def stamp(*, seed: int | None = None, **extra: Any) -> dict[str, Any]:
     out = {
         "profile": runtime.profile(),
         "device": str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})",
+        "cpu": runtime.cpu_name(),
         "commit": git_commit(),
         "seed": seed,
         "torch": torch.__version__,

@@ -129,6 +129,18 @@ def autocast(dev: torch.device | str):
     return contextlib.nullcontext()
 
 
+def cpu_name() -> str:
+    """The CPU's model and the vector instructions torch's kernels use on it ("AMD EPYC (AVX512)"): two machines
+    whose kernels differ round differently, and a long training run can end elsewhere on each."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return f"{model} ({torch.backends.cpu.get_cpu_capability()})"
+
+
 def environment() -> dict[str, str]:
     """What a bug report needs: versions, device, profile, threads."""
     import matplotlib
@@ -141,6 +153,7 @@ def environment() -> dict[str, str]:
         "numpy": np.__version__,
         "matplotlib": matplotlib.__version__,
         "device": str(dev),
+        "cpu": cpu_name(),
         "profile": profile(),
         "cpu threads": str(torch.get_num_threads()),
     }
