@@ -2,7 +2,7 @@
 #   make lab    set everything up, fetch the data, open the lessons in JupyterLab
 #   make test   set everything up, fetch the data, run every test (unit + lessons under nbval)
 #   make classroom   `make lab` for teaching: widgets answer from the shipped caches, live training opt-in
-#   make test-fast   the inner loop: unit tests without `slow` and `results` (no lessons, no browser), a few minutes
+#   make test-fast   the inner loop: unit tests without `slow` and `results` (no lessons, no browser), under 3 min on 2 cores
 #   make check-results   results/ checked: tools/check_results.py, then the tests marked `results`
 # Every target is idempotent: a second run only does what is missing.
 
@@ -85,7 +85,7 @@ test: data browser book
 
 # Test tiers (markers in pyproject.toml). Every unit test runs at the smoke profile whatever the shell says
 # (tests/conftest.py); a test that means another profile sets it itself.
-#   test-fast      the inner loop: tests/ without `slow` (re-measures a shipped checkpoint, or trains > ~20 s) and
+#   test-fast      the inner loop: tests/ without `slow` (re-measures a shipped checkpoint, or runs end to end > ~5 s) and
 #                  `results` (golden numbers and grid completeness read from results/); no lessons, no browser
 #   test-unit      every unit test, those two markers included
 #   check-results  results/ checked: tools/check_results.py, then the tests marked `results`

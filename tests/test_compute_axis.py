@@ -32,6 +32,7 @@ def save_snapshot(path, model):
 
 
 @pytest.mark.data
+@pytest.mark.slow            # an end-to-end run of real training: make test, not test-fast
 def test_marks_become_checkpoints_and_effects_read_back_unchanged(tmp_path, monkeypatch, one_thread):
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
     monkeypatch.setattr(grid, "RESULTS", tmp_path / "shared")          # gpt-scratch's points, as results/gpt/

@@ -228,6 +228,7 @@ def test_info_table():
             assert r["words"] > 100_000
 
 
+@pytest.mark.slow            # an end-to-end run of a command: make test, not test-fast
 def test_cli(tmp_path):
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "minilib", "data", *args], capture_output=True, text=True,

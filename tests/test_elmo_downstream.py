@@ -135,6 +135,7 @@ def test_label_count_messages():
 
 
 @pytest.mark.data
+@pytest.mark.slow            # an end-to-end run of a command: make test, not test-fast
 def test_downstream_explorer_shows_cache_and_ignores_a_second_click(toy_task, monkeypatch):
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")  # the panel names the profile it reads; not the machine's default
     ckpt, config, results, _ = toy_task

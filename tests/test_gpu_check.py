@@ -47,6 +47,7 @@ def test_a_section_over_its_budget_is_recorded_and_the_check_goes_on(monkeypatch
 
 
 @pytest.mark.data
+@pytest.mark.slow            # an end-to-end run of real training: make test, not test-fast
 def test_dry_run_trains_every_section_and_writes_the_stamped_json(tmp_path):
     out = tmp_path / "gpu-check-cpu-smoke.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -93,6 +93,7 @@ def test_cli_refuses_a_bad_budget_with_exit_status_2(capsys):
 
 
 @pytest.mark.data
+@pytest.mark.slow            # an end-to-end run of real training: make test, not test-fast
 def test_smoke_experiment_runs_and_writes_a_stamped_result(tmp_path, one_thread):
     out = tmp_path / "parallelism-smoke.json"
     res = par.run_parallelism("smoke", out=out, log=lambda *_: None)

@@ -43,6 +43,7 @@ def test_sizes_cover_every_profile():
 
 
 @pytest.mark.data
+@pytest.mark.slow            # an end-to-end run of real training: make test, not test-fast
 def test_gensim_reference_repeats_across_processes():
     # two fresh interpreters (each its own PYTHONHASHSEED) train gensim's SGNS on the same real sentences:
     # the same vectors, so re-running chapter 01 leaves results/static-vectors-<profile>.json as it was

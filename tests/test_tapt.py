@@ -10,6 +10,7 @@ from minilib.models.pretrained import load_pretrained
 
 
 @pytest.mark.data
+@pytest.mark.slow            # an end-to-end run of real training: make test, not test-fast
 def test_adapted_checkpoint_moves_the_weights_once_per_task(tmp_path, monkeypatch, one_thread):
     import minilib.recipes.gpt as recipe
 
