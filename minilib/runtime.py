@@ -12,6 +12,7 @@ scattering sizes and `torch.device(...)` calls through the code.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import platform
 import random
@@ -129,6 +130,7 @@ def autocast(dev: torch.device | str):
     return contextlib.nullcontext()
 
 
+@functools.cache          # the machine does not change under a process: /proc/cpuinfo read once, not per stamp
 def cpu_name() -> str:
     """The CPU's model and the vector instructions torch's kernels use on it ("AMD EPYC (AVX512)"): two machines
     whose kernels differ round differently, and a long training run can end elsewhere on each."""

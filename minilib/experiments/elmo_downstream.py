@@ -235,12 +235,11 @@ def train_head(train_x: dict, train_y: torch.Tensor, test_x: dict, test_y: torch
             losses.append(loss.item())
         model.eval()
         with torch.no_grad():
-            acc = (model(test_x).argmax(-1) == test_y).float().mean().item()
-        curve.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "test_accuracy": acc})
+            pred = model(test_x).argmax(-1)
+        curve.append({"epoch": epoch, "train_loss": float(np.mean(losses)),
+                      "test_accuracy": (pred == test_y).float().mean().item()})
     mix = model.mixes["elmo"] if "elmo" in model.mixes else None
-    with torch.no_grad():
-        balanced = balanced_accuracy(model(test_x).argmax(-1), test_y)
-    return {"accuracy": curve[-1]["test_accuracy"], "balanced_accuracy": balanced, "curve": curve,
+    return {"accuracy": curve[-1]["test_accuracy"], "balanced_accuracy": balanced_accuracy(pred, test_y), "curve": curve,
             "layer_weights": mix.weights.tolist() if mix is not None else None,
             "gamma": mix.gamma.item() if mix is not None else None}
 
