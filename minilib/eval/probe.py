@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from minilib.data.tokenize import tokenize
+from minilib.train.head import fit_head
 
 # ----------------------------------------------------------------------------- features
 
@@ -98,13 +99,9 @@ def pos_probe(train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor
     with torch.random.fork_rng():
         torch.manual_seed(config.seed)
         clf.reset_parameters()
-    opt = torch.optim.AdamW(clf.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    for _ in range(config.epochs):
-        for idx in torch.randperm(len(tx), generator=gen).split(config.batch_size):
-            loss = nn.functional.cross_entropy(clf(tx[idx]), train_y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    epochs = (torch.randperm(len(tx), generator=gen).split(config.batch_size) for _ in range(config.epochs))
+    fit_head(clf, epochs, lambda clf, idx: nn.functional.cross_entropy(clf(tx[idx]), train_y[idx]),
+             lr=config.lr, weight_decay=config.weight_decay)
     with torch.no_grad():
         train_acc = (clf(tx).argmax(-1) == train_y).float().mean().item()
         test_acc = (clf(vx).argmax(-1) == test_y).float().mean().item()

@@ -64,6 +64,7 @@ from minilib.experiments.grid import ALL
 from minilib.models.pretrained import file_sha256
 from minilib.runtime import UsageError
 from minilib.train import checkpoint
+from minilib.train.head import fit_head
 from minilib.models.elmo import ScalarMix
 
 FEATURE_CACHE = provenance.REPO_ROOT / ".cache" / "elmo-features"
@@ -214,30 +215,28 @@ def train_head(train_x: dict, train_y: torch.Tensor, test_x: dict, test_y: torch
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = PooledClassifier({k: tuple(v.shape[1:]) for k, v in train_x.items()}, n_classes, stats, dropout=config.dropout)
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     n = len(train_y)
     reps = grid.repeats_per_epoch(n, config.batch_size, config.min_steps_per_epoch)   # 1 unless n is tiny
-    steps = -(-reps * n // config.batch_size) * config.epochs
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: max(0.0, 1 - step / steps))
-    curve = []
-    for epoch in range(1, config.epochs + 1):
-        model.train()
-        order = torch.cat([torch.randperm(n, generator=gen) for _ in range(reps)])
-        losses = []
-        for idx in order.split(config.batch_size):
-            loss = nn.functional.cross_entropy(model({k: v[idx] for k, v in train_x.items()}), train_y[idx])
-            if l2:
-                loss = loss + 0.5 * l2 * model.head.weight.pow(2).sum()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
-        model.eval()
+    epochs = (torch.cat([torch.randperm(n, generator=gen) for _ in range(reps)]).split(config.batch_size)
+              for _ in range(config.epochs))
+
+    def loss(model, idx):
+        value = nn.functional.cross_entropy(model({k: v[idx] for k, v in train_x.items()}), train_y[idx])
+        return value + 0.5 * l2 * model.head.weight.pow(2).sum() if l2 else value
+
+    curve, losses, preds = [], [], []
+
+    def score(epoch):  # the test split after every epoch: the learning curve
         with torch.no_grad():
-            pred = model(test_x).argmax(-1)
+            preds.append(model(test_x).argmax(-1))
         curve.append({"epoch": epoch, "train_loss": float(np.mean(losses)),
-                      "test_accuracy": (pred == test_y).float().mean().item()})
+                      "test_accuracy": (preds[-1] == test_y).float().mean().item()})
+        losses.clear()
+
+    fit_head(model, epochs, loss, lr=config.lr, weight_decay=config.weight_decay,
+             steps=-(-reps * n // config.batch_size) * config.epochs,
+             on_step=lambda step, value: losses.append(value.item()), on_epoch=score)
+    pred = preds[-1]
     mix = model.mixes["elmo"] if "elmo" in model.mixes else None
     return {"accuracy": curve[-1]["test_accuracy"], "balanced_accuracy": balanced_accuracy(pred, test_y), "curve": curve,
             "layer_weights": mix.weights.tolist() if mix is not None else None,

@@ -44,6 +44,7 @@ from minilib.models.elmo import ScalarMix
 from minilib.models.pretrained import file_sha256
 from minilib.runtime import UsageError
 from minilib.train import checkpoint
+from minilib.train.head import fit_head
 
 KINDS = ("static", "elmo", "untrained")
 TAGGERS = ("tagger", "bilstm")
@@ -216,22 +217,21 @@ def train_tagger(task, idx, seed: int, point: dict, checkpoint, *, kind: str, ta
     runtime.seed_everything(seed)
     model = Tagger(feats[0].shape[0], feats[0].shape[2], task.n_classes, config.dropout,
                    config.hidden if tagger.startswith("bilstm") else None, pool=pooled)
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / steps)
     rng = np.random.default_rng(seed)
-    curve = []
-    model.train()
-    for step in range(steps):
-        batch = rng.choice(len(feats), size=min(config.batch_size, len(feats)), replace=False)
+    batches = (rng.choice(len(feats), size=min(config.batch_size, len(feats)), replace=False) for _ in range(steps))
+
+    def loss(model, batch):
         x, y, lengths = _pad([feats[i] for i in batch], [tags[i] for i in batch])
         logits = model(x, lengths)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        if (step + 1) % max(1, steps // 10) == 0:
-            curve.append({"step": step + 1, "train_loss": loss.item()})
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
+
+    curve = []
+
+    def record(step, value):
+        if step % max(1, steps // 10) == 0:
+            curve.append({"step": step, "train_loss": value.item()})
+
+    fit_head(model, [batches], loss, lr=config.lr, weight_decay=config.weight_decay, steps=steps, on_step=record)
     pred, truth = predicted(model, test_x, test_y)
     acc = int((pred == truth).sum()) / len(truth)
     scored = {"n_train_items": len(tags), "n_test_items": len(test_y)} if pooled else \
