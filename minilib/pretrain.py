@@ -10,53 +10,22 @@ a tokenizer trained on its training part unless --tokenizer names one, and the c
 user's data cache (<data cache>/checkpoints/<model>-<corpus name>-<profile>.pt, resumable from
 <data cache>/pretrain/), never into the repository; its provenance names the corpus by sha256 and size.
 
-Each pretrainer is one entry of PRETRAINERS: a help line, add_arguments(parser) and
-run(args) -> int, which parses options and calls the model's recipe (minilib/recipes/).
-Checkpoints are written in the one pretrained format (minilib/models/pretrained.py).
+Each pretrainer is a `*_command(args) -> int` here that reads its parsed options and calls the model's recipe
+(minilib/recipes/); its options and help line are in minilib/cli/pretrain.py (PRETRAINERS). Checkpoints are
+written in the one pretrained format (minilib/models/pretrained.py).
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 from minilib import provenance, runtime
 
 
-@dataclass(frozen=True)
-class Pretrainer:
-    help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-
-
 # ----------------------------------------------------------------------------- shared pieces
-
-
-def add_corpus_arguments(p: argparse.ArgumentParser, subword: bool) -> None:
-    """--corpus and how to read it (every pretrainer); --tokenizer for the subword models (GPT, BERT)."""
-    from minilib.data.corpora import DOCUMENT_UNITS
-
-    p.add_argument("--corpus", nargs="+", metavar="PATH", default=None,
-                   help="pretrain on your own text: text files, folders of them (.txt, .md, ...), or - for standard "
-                        "input (default: the built-in corpus); the checkpoint goes to your data cache")
-    p.add_argument("--documents", choices=DOCUMENT_UNITS, default="block",
-                   help="with --corpus, one document per blank-line block (default), per file or per line")
-    p.add_argument("--valid-fraction", type=float, default=0.05,
-                   help="with --corpus, the share held out for the held-out loss: whole documents when there are "
-                        "20 or more, else each document's last words (default: 0.05)")
-    p.add_argument("--encoding", default=None, help="with --corpus, the text's encoding (default: UTF-8, or UTF-16 "
-                                                    "by its byte-order mark)")
-    if subword:
-        p.add_argument("--tokenizer", type=Path, default=None,
-                       help="reuse this tokenizer: a .tokenizer.json, or a checkpoint whose tokenizer to take (default: "
-                            "with --corpus, one trained on its training part at the profile's vocabulary size; "
-                            "else the shipped one)")
-
 
 @dataclass(frozen=True)
 class CorpusRun:
@@ -76,7 +45,7 @@ def user_cache() -> Path:
     return cache_dir()
 
 
-def corpus_run(args: argparse.Namespace, name: str, profile: str, words: int | None,
+def corpus_run(args, name: str, profile: str, words: int | None,
                suffix: str = "") -> CorpusRun | None:
     """The user's corpus of `args.corpus` read and split (None without --corpus): its training part capped at
     `words` (the profile's, or --words), the checkpoint <data cache>/checkpoints/<name>-<corpus name>-<profile>
@@ -99,7 +68,7 @@ def corpus_run(args: argparse.Namespace, name: str, profile: str, words: int | N
     return CorpusRun(train, valid, out, ckpt_dir, meta)
 
 
-def subword_tokenizer(args: argparse.Namespace, kind: str, profile: str, run: CorpusRun | None):
+def subword_tokenizer(args, kind: str, profile: str, run: CorpusRun | None):
     """The `kind` tokenizer ("bpe" for GPT, "wordpiece" for BERT) a run reads: --tokenizer's (a tokenizer file,
     or a checkpoint's own), else one trained on the user's training text at the profile's vocabulary size,
     else the shipped one."""
@@ -134,38 +103,7 @@ def subword_tokenizer(args: argparse.Namespace, kind: str, profile: str, run: Co
     return pretrained_tokenizer(kind, profile)
 
 
-# ----------------------------------------------------------------------------- awd-lstm
-
-
-def add_run_arguments(p: argparse.ArgumentParser, name: str) -> None:
-    """The options every pretrainer shares: threads, seed, where to write, resume, progress."""
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest for LSTMs on a busy 2-core CPU)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=None, help=f"checkpoint path (default: checkpoints/{name}-<profile>.pt)")
-    p.add_argument("--checkpoint-dir", type=Path, default=None,
-                   help="training state for resume (default: .cache/pretrain/<out name>)")
-    p.add_argument("--no-resume", action="store_true", help="start over even if a training checkpoint exists")
-    p.add_argument("--progress", choices=("console", "off"), default="console")
-
-
-def add_awd_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                   help="size profile (default: $MINILIB_PROFILE or the device's default)")
-    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
-    p.add_argument("--epochs", type=int, default=None)
-    p.add_argument("--vocab-size", type=int, default=None, help="words kept, specials included")
-    p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--bptt", type=int, default=None)
-    p.add_argument("--lr", type=float, default=None, help="peak AdamW learning rate (one-cycle schedule)")
-    p.add_argument("--emb-size", type=int, default=None, help="override the profile's embedding size")
-    p.add_argument("--hidden-size", type=int, default=None, help="override the profile's LSTM size")
-    p.add_argument("--valid-words", type=int, default=None, help="cap the validation words (default: the whole split)")
-    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests)")
-    add_corpus_arguments(p, subword=False)
-    add_run_arguments(p, "awd-lstm")
-
-
-def _command_line(args: argparse.Namespace) -> str:
+def _command_line(args) -> str:
     """The command that repeats this run, rebuilt from the parsed options (whoever called main)."""
     parts = ["python -m minilib pretrain", args.model]
     for key, value in vars(args).items():
@@ -175,23 +113,9 @@ def _command_line(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
-# ----------------------------------------------------------------------------- elmo
+# ----------------------------------------------------------------------------- awd-lstm
 
-ELMO_WORDS = {"smoke": (60_000, 10_000), "laptop": (3_000_000, 150_000), "full": (None, None)}  # (train, valid) words; None = all
-
-
-def add_elmo_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                   help="size profile (default: $MINILIB_PROFILE or the device's default)")
-    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
-    p.add_argument("--valid-words", type=int, default=None, help="validation words (default: per profile; 0 = all)")
-    p.add_argument("--epochs", type=int, default=None)
-    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests)")
-    add_corpus_arguments(p, subword=False)
-    add_run_arguments(p, "elmo")
-
-
-def awd_lstm_command(args: argparse.Namespace) -> int:
+def awd_lstm_command(args) -> int:
     from minilib.recipes.awd_lstm import pretrain_awd_lstm
 
     from minilib.recipes.awd_lstm import AWD_SIZES
@@ -221,7 +145,12 @@ def awd_lstm_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def pretrain_elmo_command(args: argparse.Namespace) -> int:
+# ----------------------------------------------------------------------------- elmo
+
+ELMO_WORDS = {"smoke": (60_000, 10_000), "laptop": (3_000_000, 150_000), "full": (None, None)}  # (train, valid) words; None = all
+
+
+def pretrain_elmo_command(args) -> int:
     """ELMo's biLM (Peters et al. 2018) on pretraining_corpus('train'), perplexity on 'valid'."""
     from minilib import data
     from minilib.models.elmo import ELMoConfig
@@ -267,40 +196,13 @@ def pretrain_elmo_command(args: argparse.Namespace) -> int:
 GPT_WORDS = {"smoke": 60_000, "laptop": None, "full": None}  # train words; None = the whole train split
 
 
-def add_gpt_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                   help="size profile (default: $MINILIB_PROFILE or the device's default)")
-    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
-    p.add_argument("--steps", type=int, default=None, help="optimizer steps of the schedule (default: per profile)")
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then cosine to 0)")
-    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests; the run then counts as finished)")
-    p.add_argument("--sentence-window", type=int, default=None, metavar="T",
-                   help="train on windows of T tokens that each begin at a sentence start, as a fine-tuned input "
-                        "does, with as many more windows a step as keeps its tokens (default: windows of the "
-                        "model's context at any offset; default out: ...-sent<T>.pt)")
-    add_budget_argument(p)
-    add_corpus_arguments(p, subword=True)
-    add_run_arguments(p, "gpt")
-
-
-def add_budget_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--budget", type=float, default=None, metavar="X",
-                   help="train X times the profile's compute (the compute axis): X times the steps, LR held "
-                        "then a 20%% cool-down, a snapshot every 1/8 of the profile's steps "
-                        "(default out: <name>-<profile>-<X>x.pt)")
-    p.add_argument("--warm-start", type=Path, default=None, metavar="CKPT",
-                   help="where this run's training state is gone (another machine), start from the weights and step "
-                        "of CKPT (checkpoints/compute-axis/<name>-latest.pt, from `experiment compute-axis "
-                        "--keep-latest`) with a fresh optimizer")
-
-
 def budget_suffix(budget: float | None) -> str:
     """'' for the profile's own run, '-4x' for --budget 4 (checkpoint and cache names)."""
     return "" if budget is None else f"-{budget:g}x"
 
 
 
-def pretrain_gpt_command(args: argparse.Namespace) -> int:
+def pretrain_gpt_command(args) -> int:
     """GPT-1 (Radford et al. 2018) on pretraining_corpus('train') in byte-level BPE, held-out loss on 'valid'."""
     from minilib import data
     from minilib.eval import perplexity
@@ -353,16 +255,7 @@ def pretrain_gpt_command(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- bert
 
-def add_bert_arguments(p: argparse.ArgumentParser) -> None:
-    from minilib.recipes.bert import add_bert_arguments as add_own   # BERT's own options live with its recipe
-
-    add_own(p)
-    add_budget_argument(p)
-    add_corpus_arguments(p, subword=True)
-    add_run_arguments(p, "bert")
-
-
-def pretrain_bert_command(args: argparse.Namespace) -> int:
+def pretrain_bert_command(args) -> int:
     """BERT's command (recipes/bert.py), given the user's corpus and tokenizer when --corpus names one."""
     from minilib.recipes.bert import BERT_WORDS, parse_shape, pretrain_bert_command as run_bert
 
@@ -373,23 +266,3 @@ def pretrain_bert_command(args: argparse.Namespace) -> int:
     run = corpus_run(args, name, prof, words, suffix)
     tokenizer = subword_tokenizer(args, "wordpiece", prof, run) if run or args.tokenizer else None
     return run_bert(args, command=_command_line(args), corpus=run, tokenizer=tokenizer)
-
-
-PRETRAINERS: dict[str, Pretrainer] = {
-    "awd-lstm": Pretrainer("AWD-LSTM language model (Merity et al. 2017), ULMFiT's stage (a)",
-                           add_awd_arguments, awd_lstm_command),
-    "elmo": Pretrainer("ELMo's char-CNN biLM (Peters et al. 2018)", add_elmo_arguments, pretrain_elmo_command),
-    "gpt": Pretrainer("GPT-1's Transformer decoder (Radford et al. 2018)", add_gpt_arguments, pretrain_gpt_command),
-    "bert": Pretrainer("BERT's Transformer encoder (Devlin et al. 2018): masked LM + next sentence prediction",
-                       add_bert_arguments, pretrain_bert_command),
-}
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="model", metavar="MODEL", required=True)
-    for name, p in PRETRAINERS.items():
-        p.add_arguments(sub.add_parser(name, help=p.help, description=p.help))
-
-
-def run(args: argparse.Namespace) -> int:
-    return PRETRAINERS[args.model].run(args)

@@ -621,7 +621,7 @@ def test_another_shape_reads_gpts_compute_in_more_tokens_and_names_its_checkpoin
 
 def test_pretrain_bert_takes_another_mask_rate_from_the_command_line(monkeypatch, tmp_path):
     from minilib import data
-    from minilib.__main__ import main
+    from minilib.cli import main
     from minilib.data import tokenizer
     from minilib.recipes import bert as recipe
 

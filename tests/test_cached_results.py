@@ -106,7 +106,7 @@ def _snapshot(root):
 
 
 def _cli(*argv):
-    from minilib.__main__ import main
+    from minilib.cli import main
 
     assert main(list(argv)) == 0
 

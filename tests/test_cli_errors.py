@@ -2,7 +2,7 @@
 import pytest
 
 from minilib import provenance
-from minilib.__main__ import main
+from minilib.cli import main
 
 ELMO = provenance.REPO_ROOT / "checkpoints" / "elmo-laptop.pt"
 

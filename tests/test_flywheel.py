@@ -1,6 +1,5 @@
 """The flywheel (experiments/flywheel.py): pretraining snapshots become loadable checkpoints with the snapshot's
 exact weights, the tokens axis is the checkpoint's curve, and every point runs through the grid's cache."""
-import argparse
 import dataclasses
 import io
 import json
@@ -10,6 +9,7 @@ import pytest
 import torch
 
 from minilib import provenance, tasks
+from minilib.cli.experiment import options_parser
 from minilib.data.tokenizer import train_bpe
 from minilib.experiments import flywheel, grid
 from minilib.models.gpt import GPT, gpt_config
@@ -123,9 +123,7 @@ def test_the_dry_run_lists_points_and_trains_nothing(pretraining, questions, tmp
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
     monkeypatch.setattr(grid, "run_point", lambda *a, **k: pytest.fail("a dry run trained a point"))
     monkeypatch.setattr(flywheel, "CACHE_DIR", tmp_path / "cache")
-    p = argparse.ArgumentParser()
-    flywheel.cli_arguments(p, "flywheel")
-    args = p.parse_args(["--checkpoint", str(pretraining["checkpoint"]), "--snapshots", str(pretraining["snapshots"]),
+    args = options_parser("flywheel").parse_args(["--checkpoint", str(pretraining["checkpoint"]), "--snapshots", str(pretraining["snapshots"]),
                          "--tasks", str(questions), "--labels", "20", "--max-snapshots", "3", "--dry-run"])
     assert flywheel.cli_run(args, "flywheel") == 0
     out = capsys.readouterr().out.strip().splitlines()

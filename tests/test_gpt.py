@@ -246,7 +246,7 @@ def test_pretrain_gpt_writes_a_checkpoint_whose_numbers_reload(tmp_path, one_thr
     import json
 
     from minilib import data
-    from minilib.__main__ import main
+    from minilib.cli import main
     from minilib.recipes.gpt import encode_documents
 
     out = tmp_path / "gpt-smoke.pt"

@@ -1,6 +1,6 @@
 """minilib's imports run one way (docs/design.md, "Layers"): a module may import its own layer
 or a lower one, never a higher one. Read from the source, so a lazy import inside a function
-counts too."""
+counts too. The command line (minilib/cli/) is the top layer and the only code that parses options."""
 import ast
 from pathlib import Path
 
@@ -18,8 +18,8 @@ LAYERS = [
     ("minilib.eval", "minilib.generate"),
     ("minilib.recipes",),
     ("minilib.experiments", "minilib.viz"),
-    ("minilib.widgets", "minilib.pretrain", "minilib.__main__", "minilib.experiments.cli",
-     "minilib.data.cli"),
+    ("minilib.widgets", "minilib.pretrain"),
+    ("minilib.cli", "minilib.__main__"),
 ]
 
 
@@ -62,12 +62,13 @@ def test_imports_run_one_way(path):
 
 def test_layer_test_can_fail():
     assert layer_of("minilib.models.elmo") < layer_of("minilib.train.learner")
-    assert layer_of("minilib.experiments.cli") > layer_of("minilib.experiments.grid")
+    assert layer_of("minilib.cli.experiment") > layer_of("minilib.experiments.grid")
+    assert layer_of("minilib.cli.pretrain") > layer_of("minilib.pretrain")     # the core never imports the CLI
 
 
 def tooling_imports(path: Path):
     """Imports of the tooling that lives beside minilib (book/, bench/, tools/), which the core never reads (the
-    command line's `bench` is looked up by name in minilib/__main__.py, never imported by the core)."""
+    command line's `bench` is looked up by name in minilib/cli/__init__.py, never imported by the core)."""
     for node in ast.walk(ast.parse(path.read_text())):
         names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                  [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
@@ -83,3 +84,38 @@ def test_the_tooling_check_can_fail(tmp_path):
     src = tmp_path / "x.py"
     src.write_text("import json\nfrom book import pages\n")
     assert list(tooling_imports(src)) == [(2, "book")]
+
+
+# ----------------------------------------------------------------------------- options are parsed in minilib/cli/ only
+
+OPTION_CALLS = ("add_argument", "add_argument_group", "add_mutually_exclusive_group", "add_subparsers")
+
+
+def option_parsing(path: Path):
+    """Where a module parses command-line options itself: an import of argparse, or a call that adds an option
+    to a parser (`p.add_argument(...)`, ...: a parser handed in from elsewhere counts too)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "argparse" for a in node.names):
+            yield node.lineno, "import argparse"
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "argparse":
+            yield node.lineno, "from argparse import"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in OPTION_CALLS:
+            yield node.lineno, f".{node.func.attr}("
+
+
+OUTSIDE_THE_CLI = [p for p in SOURCES if p.relative_to(ROOT).parts[0] != "cli"]
+
+
+@pytest.mark.parametrize("path", OUTSIDE_THE_CLI, ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_the_cli_parses_options(path):
+    found = [f"line {line}: {what}" for line, what in option_parsing(path)]
+    assert not found, f"{module_name(path)} parses options (they belong in minilib/cli/): {found}"
+
+
+def test_the_option_check_can_fail(tmp_path):
+    src = tmp_path / "x.py"
+    src.write_text("import json, argparse\nfrom argparse import Namespace\n\n\ndef options(p):\n"
+                   "    p.add_argument('--x')\n    p.parse_args([])\n")
+    assert list(option_parsing(src)) == [(1, "import argparse"), (2, "from argparse import"), (6, ".add_argument(")]
+    assert {p.relative_to(ROOT).parts[0] for p in SOURCES} - {p.relative_to(ROOT).parts[0] for p in OUTSIDE_THE_CLI} \
+        == {"cli"}

@@ -1,6 +1,5 @@
 """The league table (experiments/league.py): cells from the shared cache, the best of each column computed,
 missing points named with the reason they cannot run, and a dry run that trains nothing."""
-import argparse
 import dataclasses
 import json
 from types import SimpleNamespace
@@ -8,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from minilib import tasks
+from minilib.cli.experiment import options_parser
 from minilib.experiments import grid, league
 from minilib.runtime import UsageError
 
@@ -97,9 +97,7 @@ def test_an_era_without_a_method_for_the_kind_is_not_applicable():
 
 
 def run_cli(capsys, *argv):
-    p = argparse.ArgumentParser()
-    league.cli_arguments(p, "league")
-    code = league.cli_run(p.parse_args(list(argv)), "league")
+    code = league.cli_run(options_parser("league").parse_args(list(argv)), "league")
     return code, capsys.readouterr().out.strip().splitlines()
 
 

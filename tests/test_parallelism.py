@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from minilib.__main__ import main
+from minilib.cli import main
 from minilib.experiments import parallelism as par
 from minilib.models.transformer import IGNORE_INDEX
 

@@ -1,5 +1,5 @@
-"""`python -m minilib pretrain` (minilib/pretrain.py): a smoke-size AWD-LSTM is pretrained into a
-temporary folder, reloaded, and its validation perplexity re-measured to match its JSON."""
+"""`python -m minilib pretrain` (minilib/cli/pretrain.py, minilib/pretrain.py): a smoke-size AWD-LSTM is
+pretrained into a temporary folder, reloaded, and its validation perplexity re-measured to match its JSON."""
 import json
 
 import numpy as np
@@ -7,10 +7,11 @@ import pytest
 import torch
 
 from minilib import pretrain
+from minilib.cli import main
+from minilib.cli.pretrain import PRETRAINERS
+from minilib.eval.perplexity import evaluate_lm
 from minilib.models.pretrained import CheckpointError, load_pretrained
 from minilib.recipes.awd_lstm import corpus_ids
-from minilib.__main__ import main
-from minilib.eval.perplexity import evaluate_lm
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # see conftest.py
@@ -69,7 +70,7 @@ def test_rerun_resumes_the_finished_training(pretrained, capsys):
 
 
 def test_registry_and_errors(tmp_path):
-    assert "awd-lstm" in pretrain.PRETRAINERS
+    assert "awd-lstm" in PRETRAINERS
     with pytest.raises(CheckpointError, match="pretrain awd-lstm"):
         load_pretrained(tmp_path / "missing.pt", "awd-lstm")
     with pytest.raises(SystemExit):

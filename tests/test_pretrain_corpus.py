@@ -9,7 +9,7 @@ import random
 import pytest
 
 from minilib import pretrain, provenance
-from minilib.__main__ import main
+from minilib.cli import main
 from minilib.data import corpora
 from minilib.runtime import UsageError
 

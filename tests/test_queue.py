@@ -16,7 +16,7 @@ import time
 import pytest
 
 from minilib import provenance, tasks
-from minilib.__main__ import main
+from minilib.cli import main
 from minilib.experiments import grid, queue
 
 GRID = ["experiment", "queue", "--task", "trec", "--methods", "majority,bow-lr", "--labels", "100", "--seeds", "2"]

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from minilib import provenance
-from minilib.__main__ import main
+from minilib.cli import main
 from minilib.experiments import grid
 from minilib.models.pretrained import file_sha256
 

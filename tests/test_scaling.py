@@ -1,5 +1,4 @@
 """The scaling experiment: power-law fits, FLOPs counting, the cached sweeps, the CLI line, the widget."""
-import argparse
 import json
 import math
 import re
@@ -10,6 +9,7 @@ import numpy as np
 import pytest
 
 from minilib import widgets
+from minilib.cli.experiment import options_parser
 from minilib.experiments import scaling
 from minilib.runtime import UsageError
 from panels import assert_fits, part, plot_pixels, text
@@ -109,9 +109,7 @@ def test_a_tiny_run_caches_every_point_and_resumes(tmp_path, monkeypatch, one_th
 
 
 def parse(*argv):
-    parser = argparse.ArgumentParser()
-    scaling.cli_arguments(parser, "scaling")
-    return parser.parse_args(list(argv))
+    return options_parser("scaling").parse_args(list(argv))
 
 
 def test_cli_prints_one_summary_line(monkeypatch, capsys):

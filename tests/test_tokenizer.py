@@ -272,10 +272,10 @@ def test_full_profile_uses_the_laptop_file():
 def run_cli(*argv: str) -> int:
     import argparse
 
-    from minilib.data.tokenizer import add_tokenizer_arguments, tokenizer_command
+    from minilib.cli.data import tokenizer_command, tokenizer_options
 
     parser = argparse.ArgumentParser()
-    add_tokenizer_arguments(parser)
+    tokenizer_options(parser)
     return tokenizer_command(parser.parse_args(argv))
 
 

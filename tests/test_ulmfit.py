@@ -442,7 +442,7 @@ def test_recipes_switch_the_tricks_they_name(monkeypatch, tiny_pretrained, tmp_p
 
 @pytest.mark.data
 def test_experiment_cli_prints_the_summary_line(tiny_pretrained, tmp_path, capsys, monkeypatch):
-    from minilib.__main__ import main
+    from minilib.cli import main
 
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
     assert main(["experiment", "sample-efficiency", "--task", "rt", "--labels", "20", "--methods", "scratch,ulmfit",

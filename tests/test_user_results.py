@@ -3,7 +3,7 @@ the repository's own tasks keep results/ (experiments/grid.py: results_folder)."
 import pytest
 
 from minilib import provenance, tasks
-from minilib.__main__ import main
+from minilib.cli import main
 from minilib.experiments import grid
 
 RESULTS = provenance.REPO_ROOT / "results"

@@ -38,11 +38,9 @@ Build the shipped files with `python -m minilib data tokenizer bpe|wordpiece
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -394,52 +392,3 @@ def measure_vocab_sizes(kind: str, vocab_sizes: Sequence[int], words: int | None
         row["embedding_share"] = {f"L{n}-d{d}": round(embedding_share(v, d, n), 3) for n, d in models}
         rows.append(row)
     return rows
-
-
-# ----------------------------------------------------------------------------- CLI
-
-def add_tokenizer_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of `python -m minilib data tokenizer KIND ...`."""
-    parser.add_argument("kind", choices=KINDS, help="bpe (GPT, byte-level) or wordpiece (BERT)")
-    parser.add_argument("--profile", choices=tuple(TOKENIZER_SIZES), default=None,
-                        help="sizes to use (default: $MINILIB_PROFILE or the machine's default)")
-    parser.add_argument("--vocab-size", type=int, default=None, help="override the profile's vocabulary size")
-    parser.add_argument("--words", type=int, default=None, help="train on this many words of the train split")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="tokenizer path (default: checkpoints/<kind>-<profile>.tokenizer.json)")
-    parser.add_argument("--measure", default=None, metavar="V1,V2,...",
-                        help="instead of building: compare these vocabulary sizes and write results/tokenizer-<kind>.json")
-
-
-def tokenizer_command(args: argparse.Namespace) -> int:
-    """Build (or, with --measure, compare) a tokenizer; 2 on bad input, with a one-line reason."""
-    from minilib import provenance, runtime
-
-    try:
-        profile = args.profile or runtime.profile()
-        if args.measure:
-            try:
-                sizes = [int(s) for s in args.measure.split(",")]
-            except ValueError:
-                print(f"error: --measure takes comma-separated integers, e.g. 4000,8000,16000 "
-                      f"(got {args.measure!r})", file=sys.stderr)
-                return 2
-            words = args.words or runtime.pick(TOKENIZER_SIZES, profile)["words"]
-            rows = measure_vocab_sizes(args.kind, sizes, words)
-            out = provenance.REPO_ROOT / "results" / f"tokenizer-{args.kind}.json"
-            provenance.write_json(out, {**provenance.stamp(profile=profile, words=words), "rows": rows})
-            for r in rows:
-                print(f"{args.kind} V={r['vocab_size']:>6,}: {r['tokens_per_word']:.3f} tokens/word, "
-                      f"unk {r['unk_rate']:.2%}, embedding share {r['embedding_share']}, {r['train_seconds']} s")
-            print(f"wrote {out}", file=sys.stderr)
-            return 0
-        command = f"python -m minilib data tokenizer {args.kind} --profile {profile}" + "".join(
-            f" --{k.replace('_', '-')} {v}" for k, v in (("vocab_size", args.vocab_size), ("words", args.words),
-                                                       ("out", args.out)) if v)
-        out = build_tokenizer(args.kind, profile, vocab_size=args.vocab_size, words=args.words, out=args.out,
-                              command=command)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB) and its provenance JSON")
-    return 0

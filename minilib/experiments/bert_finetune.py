@@ -203,28 +203,6 @@ def ablation_line(table) -> str:
 
 # ----------------------------------------------------------------------------- the command line
 
-def cli_arguments(p, name: str) -> None:
-    if name == "bert-recipe":
-        p.add_argument("--task", default="trec", help="rt, trec, or a CSV/TSV file with a header row (default: trec)")
-        tasks.add_arguments(p)
-        p.add_argument("--methods", default=",".join(RECIPE_METHODS),
-                       help=f"methods to tune (default: {','.join(RECIPE_METHODS)})")
-        p.add_argument("--candidates", default=None,
-                       help="comma-separated candidate names as folders of results/bert-recipe (default: all)")
-        p.add_argument("--labels", default=None, help="comma-separated label counts (default: the profile's)")
-        return
-    p.add_argument("--tasks", default=",".join(ABLATION_TASKS), help=f"comma-separated (default: {','.join(ABLATION_TASKS)})")
-    p.add_argument("--labels", default=None, help="comma-separated label counts (default: the profile's, laptop 100,1000)")
-    p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default: 3)")
-    p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
-                   help="fine-tune the encoders pretrained with `pretrain bert --shape` (cached in results/bert-LxW)")
-    p.add_argument("--methods", default=",".join(ABLATIONS), help=f"comma-separated (default: {','.join(ABLATIONS)})")
-    p.add_argument("--checkpoint", type=Path, default=None,
-                   help="fine-tune this encoder instead (one method; e.g. one pretrained with --mask-prob)")
-    p.add_argument("--results-dir", type=Path, default=None,
-                   help="where points are cached (default: results/bert, or results/bert-LxW for a --shape)")
-
-
 def cli_run(args, name: str) -> int:
     prof = runtime.profile()
     if name == "bert-recipe":

@@ -208,16 +208,6 @@ def summary_line(result: dict) -> str:
     return "bert-plateau: " + " ".join(parts)
 
 
-def cli_arguments(p, name: str) -> None:
-    p.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                   help="sizes (default: $MINILIB_PROFILE or the device's default)")
-    p.add_argument("--snapshots", type=Path, default=None,
-                   help="the folder holding each run's <checkpoint name>/snapshots/ (default: .cache/pretrain)")
-    p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
-                   help="the encoders pretrained with `pretrain bert --shape` (default: the profile's shape)")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-
-
 def cli_run(args, name: str) -> int:
     from minilib.recipes.bert import parse_shape
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from torch import nn
 
@@ -176,11 +175,6 @@ def summary_line(result: dict) -> str:
     if gpt:
         parts += [f"{p['name'].split()[0].lower()}_over_gpt={p['flops'] / gpt['flops']:.3g}" for p in result["papers"]]
     return "compute: " + " ".join(parts)
-
-
-def cli_arguments(parser, name: str) -> None:
-    parser.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                        help="sizes (default: $MINILIB_PROFILE or the device's default)")
 
 
 def cli_run(args, name: str) -> int:

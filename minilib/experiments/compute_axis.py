@@ -582,22 +582,6 @@ def plan(profile: str | None = None, config: ComputeAxisConfig | None = None, re
     return out
 
 
-def cli_arguments(p, name: str) -> None:
-    p.add_argument("--claims", default=None, help=f"comma-separated claims (default: {','.join(c.name for c in CLAIMS)})")
-    p.add_argument("--tasks", default=None, help="comma-separated tasks of those claims (default: each claim's own)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: 3; smoke 1)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="the summary's path (default results/compute-axis-<profile>.json; a worker of a batch writes "
-                        "its part elsewhere and one --cached-only pass writes the whole)")
-    p.add_argument("--snapshots-root", type=Path, default=None,
-                   help="folder holding each long run's checkpoint folder (default: .cache/pretrain)")
-    p.add_argument("--dry-run", action="store_true", help="list the marks and points, cached or not, with a rough CPU time")
-    p.add_argument("--cached-only", action="store_true", help="summarise what is cached; train nothing")
-    p.add_argument("--keep-latest", action="store_true",
-                   help="write each long run's newest snapshot to checkpoints/compute-axis/<run>-latest.pt (to "
-                        "commit: the warm start of a later session whose machine lost the training state)")
-
-
 def cli_run(args, name: str) -> int:
     from dataclasses import replace
 

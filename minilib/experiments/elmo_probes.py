@@ -250,15 +250,6 @@ def control_line(result: dict) -> str:
 
 # ----------------------------------------------------------------------------- CLI
 
-def cli_arguments(parser, name: str) -> None:
-    parser.add_argument("--checkpoint", type=Path, default=None,
-                        help="biLM checkpoint (default: checkpoints/elmo-<profile>.pt)")
-    parser.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                        help="sizes (default: $MINILIB_PROFILE or the device's default)")
-    parser.add_argument("--seeds", type=int, default=3, help="seeds: probe-training sentences, init, WSD split")
-    parser.add_argument("--out", type=Path, default=None, help="results JSON (default: results/elmo-probes-<profile>.json)")
-
-
 def cli_run(args, name: str) -> int:
     profile = args.profile or runtime.profile()
     ckpt = args.checkpoint or default_checkpoint(profile)

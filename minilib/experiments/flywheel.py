@@ -286,19 +286,6 @@ def summary_line(result: dict[str, Any]) -> str:
 
 # ----------------------------------------------------------------------------- the command line
 
-def cli_arguments(p, name: str) -> None:
-    p.add_argument("--checkpoint", type=Path, default=None,
-                   help="the pretrained GPT whose snapshots to use (default: checkpoints/gpt-<profile>.pt)")
-    p.add_argument("--snapshots", type=Path, default=None,
-                   help="folder of its pretraining snapshots (default: .cache/pretrain/<checkpoint name>/snapshots)")
-    p.add_argument("--tasks", default=None, help="comma-separated tasks (default: trec,pos)")
-    p.add_argument("--labels", type=int, default=None, help="labelled examples per point (default: 100; smoke 20)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: 3; smoke 1)")
-    p.add_argument("--max-snapshots", type=int, default=None,
-                   help="use this many snapshots, evenly spaced, first and last kept (default: all; smoke 2)")
-    p.add_argument("--dry-run", action="store_true", help="list the points, cached or not, with a rough CPU time")
-
-
 def cli_run(args, name: str) -> int:
     from dataclasses import replace
 

@@ -206,12 +206,6 @@ def search(task: str, methods=("gpt-scratch", "gpt"), seed: int = 0, label_count
 choose, slug = grid.best_recipe, grid.slug
 
 
-def cli_arguments(p, name: str) -> None:
-    p.add_argument("--task", default="trec", help="rt, trec, or a CSV/TSV file with a header row (default: trec)")
-    tasks.add_arguments(p)
-    p.add_argument("--methods", default="gpt-scratch,gpt", help="methods to tune (default: gpt-scratch,gpt)")
-
-
 def chosen_recipe(profile: str | None = None) -> dict[str, str]:
     """choose() over the cached search of every task in RECIPE_TASKS (what FINE_TUNING should say)."""
     rows = [r for t in RECIPE_TASKS for r in search(t, cached_only=True, profile=profile)]

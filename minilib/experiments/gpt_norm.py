@@ -77,12 +77,6 @@ def summary_line(result: dict) -> str:
             f"unigram={u:.3f} steps={result['config']['steps']}")
 
 
-def cli_arguments(parser, name: str) -> None:
-    parser.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                        help="sizes (default: $MINILIB_PROFILE or the device's default)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-
-
 def cli_run(args, name: str) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)

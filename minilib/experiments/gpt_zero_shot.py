@@ -117,14 +117,6 @@ def summary_line(result: dict) -> str:
     return f"gpt-zero-shot: step={last['step']} {keys}"
 
 
-def cli_arguments(parser, name: str) -> None:
-    parser.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                        help="whose checkpoint (default: $MINILIB_PROFILE or the device's default)")
-    parser.add_argument("--checkpoint", type=Path, default=None, help="GPT checkpoint (default: the shipped one)")
-    parser.add_argument("--snapshots", type=Path, default=None,
-                        help="folder of pretraining snapshots (default: .cache/pretrain/<checkpoint name>/snapshots)")
-
-
 def cli_run(args, name: str) -> int:
     result = run(args.profile, args.checkpoint, args.snapshots)
     print(summary_line(result))

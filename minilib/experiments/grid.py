@@ -46,7 +46,7 @@ class CostGuard:
     points: int = 0
 
 
-_GUARD: CostGuard | None = None      # set by the command line (experiments/cli.py); lessons and widgets train freely
+_GUARD: CostGuard | None = None      # set by the command line (cli/experiment.py); lessons and widgets train freely
 
 
 @contextlib.contextmanager
@@ -69,7 +69,7 @@ class Restamp:
     checked: int = 0
 
 
-_RESTAMP: Restamp | None = None      # set by the command line's --restamp (experiments/cli.py)
+_RESTAMP: Restamp | None = None      # set by the command line's --restamp (cli/experiment.py)
 
 
 @contextlib.contextmanager

@@ -437,20 +437,6 @@ def _split(text: str | None) -> list[str] | None:
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
-def cli_arguments(p, name: str) -> None:
-    p.add_argument("--tasks", default=None, help=f"comma-separated tasks (default: {','.join(TASKS)}; a CSV path "
-                                                 "takes its kind's line-up)")
-    p.add_argument("--labels", default=None, help="comma-separated label counts, 'all' for the whole train split "
-                                                  "(default: laptop/full 100,1000,all; smoke 20)")
-    p.add_argument("--methods", default=None, help="comma-separated grid methods (default: each era's, see LEAGUE)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: laptop/full 3; smoke 1)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="list the missing points with a rough CPU time each; train nothing")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: each method's own setting)")
-    p.add_argument("--results-dir", type=Path, default=None,
-                   help="where every point is cached (default: each method's results/<family>/)")
-
-
 def cli_run(args, name: str) -> int:
     prof = runtime.profile()
     if args.seeds is not None and args.seeds < 1:

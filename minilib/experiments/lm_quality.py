@@ -181,14 +181,6 @@ def summary_line(result: dict) -> str:
             f"gpt_bits_per_byte={g['bits_per_byte']:.3f} awd_unk_rate={a['unk_rate']:.3f}")
 
 
-def cli_arguments(parser, name: str) -> None:
-    parser.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                        help="whose checkpoints (default: $MINILIB_PROFILE or the device's default)")
-    parser.add_argument("--awd-lstm", type=Path, default=None, help="AWD-LSTM checkpoint (default: the shipped one)")
-    parser.add_argument("--gpt", type=Path, default=None, help="GPT checkpoint (default: the shipped one)")
-    parser.add_argument("--valid-words", type=int, default=None, help="words of the valid split scored (default: per profile)")
-
-
 def cli_run(args, name: str) -> int:
     result = compare(args.profile, args.awd_lstm, args.gpt, args.valid_words)
     a, g = result["awd-lstm"], result["gpt"]

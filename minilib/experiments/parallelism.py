@@ -415,15 +415,6 @@ def load_result(profile: str) -> dict:
 
 # ----------------------------------------------------------------------------- CLI
 
-def cli_arguments(parser, name: str) -> None:
-    parser.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                        help="sizes (default: $MINILIB_PROFILE or the device's default)")
-    parser.add_argument("--budget", type=float, default=None, help="training seconds per model (default: the profile's)")
-    parser.add_argument("--lengths", default=None, metavar="T1,T2,...", help="sequence lengths to time")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all)")
-    parser.add_argument("--out", type=Path, default=None, help="results JSON (default: results/parallelism-<profile>.json)")
-
-
 def cli_run(args, name: str) -> int:
     import sys
 

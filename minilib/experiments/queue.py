@@ -19,7 +19,6 @@ a failing point is one line and the others go on; the exit status is 0 only if n
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime as _dt
 import hashlib
@@ -34,6 +33,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator, Sequence
 
 from minilib import provenance, runtime, tasks
@@ -200,12 +200,12 @@ def split(text: str | None) -> list[str]:
     return list(dict.fromkeys(x.strip() for x in (text or "").split(",") if x.strip()))
 
 
-def task_args(args: argparse.Namespace, name: str) -> argparse.Namespace:
+def task_args(args, name: str) -> SimpleNamespace:
     """`args` with one task of --task: tasks.from_args reads its CSV options."""
-    return argparse.Namespace(**{**vars(args), "task": name})
+    return SimpleNamespace(**{**vars(args), "task": name})
 
 
-def plan(args: argparse.Namespace, profile: str) -> tuple[list[Point], list[Point]]:
+def plan(args, profile: str) -> tuple[list[Point], list[Point]]:
     """(every point of the grid the options name, those not cached with their estimates). Every mistake
     (a name, a count, a checkpoint) fails here with one line, before anything trains."""
     from minilib.experiments.league import estimate_seconds      # the grid's own per-point estimate (grid._charge)
@@ -261,16 +261,16 @@ def default_seeds(profile: str) -> Sequence[int]:
     return SIZES[profile].seeds
 
 
-def command_line(args: argparse.Namespace) -> list[str]:
+def command_line(args) -> list[str]:
     """The queue's command as argv ('python -m minilib' first), rebuilt from its options whoever parsed them,
-    defaults left out: what every point it trains stamps as its command (provenance.stamp joins sys.argv)."""
-    defaults = argparse.ArgumentParser()
-    cli_arguments(defaults, "queue")
+    defaults left out (`args._defaults`, which the command line gives every experiment's options): what every
+    point it trains stamps as its command (provenance.stamp joins sys.argv)."""
+    defaults = getattr(args, "_defaults", {})
     parts = ["python -m minilib", "experiment", "queue"]
     for key, value in vars(args).items():
         if key.startswith("_") or key in ("experiment", "command", "dry_run", "restamp") or value is None or value is False:
             continue
-        if key not in ALWAYS and value == defaults.get_default(key):
+        if key not in ALWAYS and value == defaults.get(key):
             continue
         parts.append(f"--{key.replace('_', '-')}")
         if value is not True:
@@ -310,7 +310,7 @@ def run_one(p: Point, job: Job, found: dict[str, tasks.Task]) -> dict[str, Any]:
         return {**out, "status": "claimed", "message": f"claimed by {holder(claim)}"}
     try:
         if p.task not in found:
-            found[p.task] = tasks.from_args(argparse.Namespace(**job.task_options, task=p.task), announce=False)
+            found[p.task] = tasks.from_args(SimpleNamespace(**job.task_options, task=p.task), announce=False)
         task = found[p.task]
         row = grid.cached_point(task, p.labels, p.method, p.seed, checkpoint=p.checkpoint, results_dir=p.results_dir)
         status = "cached"
@@ -415,28 +415,6 @@ def run_points(todo: Sequence[Point], job: Job, workers: int, log=print) -> list
 
 
 # ----------------------------------------------------------------------------- the command line
-
-def cli_arguments(p, name: str) -> None:
-    p.add_argument("--task", default=None, help="comma-separated tasks: rt, trec, pos, or a CSV/TSV file")
-    tasks.add_arguments(p)
-    p.add_argument("--methods", default=None, help="comma-separated grid methods (any of the grid's families)")
-    p.add_argument("--labels", default="100", help="comma-separated label counts, 'all' for the whole train split "
-                                                   "(default: 100)")
-    p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the profile's: 1 smoke, 3 laptop)")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (default: 1, this process)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads per worker (default: 1)")
-    p.add_argument("--checkpoint", type=Path, default=None,
-                   help="fine-tune this checkpoint instead of each method's own (as sample-efficiency's --checkpoint)")
-    p.add_argument("--results-dir", type=Path, default=None,
-                   help="where points are cached (default: results/<family>; a CSV task's: in the data cache)")
-    p.add_argument("--claims-dir", type=Path, default=None,
-                   help="where workers claim points (default: .cache/queue-claims; a CSV task's: in the data cache); "
-                        "queues sharing a results folder must share it")
-    p.add_argument("--stale-after", type=float, default=STALE_AFTER_H,
-                   help=f"hours after which any claim is taken over (default: {STALE_AFTER_H:g}); a claim whose "
-                        "process has exited on this host is taken over at once")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, one line per point to train; train nothing")
-
 
 def cli_run(args, name: str) -> int:
     t0 = time.perf_counter()

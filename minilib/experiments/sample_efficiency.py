@@ -437,32 +437,6 @@ def ablation_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- the command line
 
-def cli_arguments(p, name: str) -> None:
-    p.add_argument("--task", default="rt", help="rt, trec, pos, or a CSV/TSV file with a header row (default: rt)")
-    tasks.add_arguments(p)
-    p.add_argument("--labels", default=None,
-                   help="comma-separated label counts, 'all' for the whole train split (default: the profile's grid"
-                        + (f"; ablations: {ABLATION_LABELS['laptop']} at laptop)" if name == "ulmfit-ablations" else ")"))
-    if name == "sample-efficiency":
-        listing = "; ".join(f"{family}: {', '.join(names)}" for family, names in grid.families().items())
-        p.add_argument("--methods", default=",".join(METHODS),
-                       help=f"comma-separated (default: {','.join(METHODS)}), any of the grid's methods ({listing}) "
-                            f"that handles the task's kind")
-    p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the profile's)")
-    p.add_argument("--recipe", choices=("chosen", "literal"), default=None,
-                   help="chosen: each method's recipe from `experiment ulmfit-recipe` (TUNED; laptop's and full's "
-                        "default); literal: the paper's schedule read literally, cached in "
-                        "results/sample-efficiency-literal/ (smoke's default: its own small settings)")
-    p.add_argument("--checkpoint", type=Path, default=None,
-                   help="fine-tune this checkpoint (e.g. one `python -m minilib pretrain` made) instead of each method's "
-                        "own: an AWD-LSTM for the ULMFiT methods, ELMo's biLM for the ELMo arms, a GPT or BERT for "
-                        "theirs; its points are cached apart, in the data cache (default: checkpoints/<kind>-<profile>.pt)")
-    p.add_argument("--force", action="store_true", help="retrain points even if cached")
-    p.add_argument("--results-dir", type=Path, default=None,
-                   help="where points are cached (default: results/<family>, e.g. results/sample-efficiency; "
-                        "a CSV task's: results/<family> in the data cache, $MINILIB_DATA or ~/.cache/minilib)")
-
-
 def checkpoint_folders(methods: Sequence[str], checkpoint: Path | None, profile: str,
                        literal: bool = False) -> dict[str, Path]:
     """method -> where its points go when `checkpoint` (a user's --checkpoint) replaces its own

@@ -471,16 +471,6 @@ def parse_budgets(text: str) -> tuple[int, ...]:
     return tuple(budgets)
 
 
-def cli_arguments(parser, name: str) -> None:
-    parser.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                        help="sizes (default: $MINILIB_PROFILE or the device's default)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (the laptop sizes assume 1)")
-    parser.add_argument("--shapes", default=None,
-                        help="size sweep shapes LAYERSxWIDTH, e.g. 1x32,2x64,4x128 (default: the profile's)")
-    parser.add_argument("--budgets", default=None,
-                        help="token sweep budgets, e.g. 100k,400k,1.6M (default: the profile's)")
-
-
 def cli_run(args, name: str) -> int:
     if args.threads is not None:
         if args.threads < 1:

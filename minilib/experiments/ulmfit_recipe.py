@@ -120,15 +120,6 @@ def choose(rows: Sequence[dict]) -> dict[str, str]:
     return chosen
 
 
-def cli_arguments(p, name: str) -> None:
-    p.add_argument("--task", default="rt", help="rt, trec, or a CSV/TSV file with a header row (default: rt)")
-    tasks.add_arguments(p)
-    p.add_argument("--methods", default="scratch,ulmfit", help="methods to tune (default: scratch,ulmfit)")
-    p.add_argument("--candidates", default=None,
-                   help="comma-separated candidate names as folders of results/ulmfit-recipe (default: all)")
-    p.add_argument("--labels", default=None, help="comma-separated label counts (default: the profile's, laptop 500,all)")
-
-
 def cli_run(args, name: str) -> int:
     task = tasks.from_args(args)
     rows = run(task, [m.strip() for m in args.methods.split(",")],

@@ -9,12 +9,11 @@ format, with its tokenizer inside. The same recipe trains the Table 5 ablations 
                             "checkpoints/bert-laptop.pt", pretrained_tokenizer("wordpiece"),
                             checkpoint_dir=".cache/pretrain/bert-laptop")
 
-`add_bert_arguments` and `pretrain_bert_command` are the pieces `python -m minilib pretrain bert` is made of
-(minilib/pretrain.py adds the options every pretrainer shares and rebuilds the command line).
+`pretrain_bert_command` runs `python -m minilib pretrain bert` from its parsed options (their parser is
+minilib/cli/pretrain.py; minilib/pretrain.py hands it the user's corpus and rebuilds the command line).
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import io
 import time
@@ -352,25 +351,6 @@ def adapt_lm(model: BERT, texts, tokenizer, steps: int, lr: float, warmup: float
 BERT_WORDS = {"smoke": 60_000, "laptop": None, "full": None}  # train words; None = the whole train split
 
 
-def add_bert_arguments(p: argparse.ArgumentParser) -> None:
-    """BERT's own options of `pretrain bert` (pretrain.py adds --threads, --seed, --out, ... to them)."""
-    p.add_argument("--profile", choices=runtime.PROFILES, default=None,
-                   help="size profile (default: $MINILIB_PROFILE or the device's default)")
-    p.add_argument("--objective", choices=OBJECTIVES, default="mlm+nsp",
-                   help="mlm+nsp (BERT), mlm (no NSP) or ltr (the left-to-right twin): paper Table 5")
-    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
-    p.add_argument("--steps", type=int, default=None,
-                   help="optimizer steps of the schedule (default: GPT's compute at this profile)")
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then linear to 0)")
-    p.add_argument("--max-steps", type=int, default=None,
-                   help="stop after this many steps (timing, tests; the run then counts as finished)")
-    p.add_argument("--mask-prob", type=float, default=None,
-                   help="share of tokens the masked LM predicts (default: §3.1's 0.15; give --out a name of its own)")
-    p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
-                   help="another encoder shape, e.g. 2x128 (heads of 64); it reads GPT's compute in tokens "
-                        "(default: the profile's, checkpoints/bert-<profile>.pt; else bert-<profile>-2x128.pt)")
-
-
 def default_out(profile: str, objective: str, shape: tuple[int, int] | None = None,
                 budget: float | None = None) -> Path:
     """checkpoints/bert-<profile>.pt for BERT, bert-<objective>-<profile>.pt for an ablation; another shape
@@ -380,7 +360,7 @@ def default_out(profile: str, objective: str, shape: tuple[int, int] | None = No
     return provenance.REPO_ROOT / "checkpoints" / f"{name}-{profile}{suffix}.pt"
 
 
-def pretrain_bert_command(args: argparse.Namespace, command: str | None = None, corpus=None, tokenizer=None) -> int:
+def pretrain_bert_command(args, command: str | None = None, corpus=None, tokenizer=None) -> int:
     """BERT (Devlin et al. 2018) on pretraining_corpus('train') in WordPiece, held-out loss on 'valid'.
     `command`: the command line that repeats this run (pretrain.py's _command_line), for the provenance.
     `corpus`: a user's text instead (pretrain.CorpusRun: train and held-out documents, out, checkpoint_dir,

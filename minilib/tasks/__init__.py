@@ -322,26 +322,13 @@ def get(name_or_path: str | Path | Task, **csv_options) -> Task:
     raise TaskError(f"unknown task {name!r}: use one of {', '.join(REGISTRY)}, or the path of a CSV/TSV file")
 
 
-# ----------------------------------------------------------------------------- command-line options
-
-def add_arguments(p) -> None:
-    """How to read a user's CSV/TSV as a task (ignored for a registered name)."""
-    p.add_argument("--text-column", default="text", help="CSV column holding the text (default: text)")
-    p.add_argument("--label-column", default="label", help="CSV column holding the class (default: label)")
-    p.add_argument("--text-b-column", default=None, help="second text column: makes a pair task")
-    p.add_argument("--test-file", default=None, help="a separate CSV/TSV test file (default: hold out a fraction)")
-    p.add_argument("--test-fraction", type=float, default=0.2, help="rows held out for test when no --test-file")
-    p.add_argument("--metric", default=None, choices=METRICS,
-                   help="what a CSV task is scored by (default: balanced_accuracy when its rarest class has under "
-                        "half its share at balance, else accuracy)")
-    p.add_argument("--encoding", default=None,
-                   help="the CSV's text encoding, e.g. cp1252 or latin-1 (default: UTF-8, or UTF-16 by its byte-order mark)")
-
+# ----------------------------------------------------------------------------- parsed options
 
 def from_args(args, announce: bool = True) -> Task:
-    """The task named by `args.task` with the CSV options of add_arguments. With `announce`, a user's
-    task prints its leak-guard line (Task.leak_line: rows dropped, per class) first, so every command
-    that reads it says what was dropped (stdout: stderr stays the one line of a mistake)."""
+    """The task named by `args.task`, read with the CSV options the command line adds (cli/options.py:
+    task_options). With `announce`, a user's task prints its leak-guard line (Task.leak_line: rows dropped,
+    per class) first, so every command that reads it says what was dropped (stdout: stderr stays the one
+    line of a mistake)."""
     task = get(args.task, text=args.text_column, label=args.label_column, text_b=args.text_b_column, test=args.test_file,
                test_fraction=args.test_fraction, encoding=getattr(args, "encoding", None),
                metric=getattr(args, "metric", None))

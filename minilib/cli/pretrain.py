@@ -1,0 +1,154 @@
+"""`python -m minilib pretrain NAME ...`: each pretrainer's options, and the call that runs it.
+
+PRETRAINERS names each model: its help line, a function adding its options, and the command in
+minilib/pretrain.py that reads them (`awd_lstm_command(args)`, ...: the pretraining itself lives there and
+in minilib/recipes/). minilib/pretrain.py is imported only when a model runs, so `--help` stays quick.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from minilib.cli import subcommands
+from minilib.cli.options import profile_option
+
+
+@dataclass(frozen=True)
+class Pretrainer:
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    command: str                  # its function in minilib/pretrain.py, called with the parsed options
+
+
+# ----------------------------------------------------------------------------- shared pieces
+
+def add_corpus_arguments(p: argparse.ArgumentParser, subword: bool) -> None:
+    """--corpus and how to read it (every pretrainer); --tokenizer for the subword models (GPT, BERT)."""
+    from minilib.data.corpora import DOCUMENT_UNITS
+
+    p.add_argument("--corpus", nargs="+", metavar="PATH", default=None,
+                   help="pretrain on your own text: text files, folders of them (.txt, .md, ...), or - for standard "
+                        "input (default: the built-in corpus); the checkpoint goes to your data cache")
+    p.add_argument("--documents", choices=DOCUMENT_UNITS, default="block",
+                   help="with --corpus, one document per blank-line block (default), per file or per line")
+    p.add_argument("--valid-fraction", type=float, default=0.05,
+                   help="with --corpus, the share held out for the held-out loss: whole documents when there are "
+                        "20 or more, else each document's last words (default: 0.05)")
+    p.add_argument("--encoding", default=None, help="with --corpus, the text's encoding (default: UTF-8, or UTF-16 "
+                                                    "by its byte-order mark)")
+    if subword:
+        p.add_argument("--tokenizer", type=Path, default=None,
+                       help="reuse this tokenizer: a .tokenizer.json, or a checkpoint whose tokenizer to take (default: "
+                            "with --corpus, one trained on its training part at the profile's vocabulary size; "
+                            "else the shipped one)")
+
+
+def add_run_arguments(p: argparse.ArgumentParser, name: str) -> None:
+    """The options every pretrainer shares: threads, seed, where to write, resume, progress."""
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is fastest for LSTMs on a busy 2-core CPU)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=None, help=f"checkpoint path (default: checkpoints/{name}-<profile>.pt)")
+    p.add_argument("--checkpoint-dir", type=Path, default=None,
+                   help="training state for resume (default: .cache/pretrain/<out name>)")
+    p.add_argument("--no-resume", action="store_true", help="start over even if a training checkpoint exists")
+    p.add_argument("--progress", choices=("console", "off"), default="console")
+
+
+def add_budget_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--budget", type=float, default=None, metavar="X",
+                   help="train X times the profile's compute (the compute axis): X times the steps, LR held "
+                        "then a 20%% cool-down, a snapshot every 1/8 of the profile's steps "
+                        "(default out: <name>-<profile>-<X>x.pt)")
+    p.add_argument("--warm-start", type=Path, default=None, metavar="CKPT",
+                   help="where this run's training state is gone (another machine), start from the weights and step "
+                        "of CKPT (checkpoints/compute-axis/<name>-latest.pt, from `experiment compute-axis "
+                        "--keep-latest`) with a fresh optimizer")
+
+
+# ----------------------------------------------------------------------------- each model's options
+
+def add_awd_arguments(p: argparse.ArgumentParser) -> None:
+    profile_option(p, "size profile")
+    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--vocab-size", type=int, default=None, help="words kept, specials included")
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--bptt", type=int, default=None)
+    p.add_argument("--lr", type=float, default=None, help="peak AdamW learning rate (one-cycle schedule)")
+    p.add_argument("--emb-size", type=int, default=None, help="override the profile's embedding size")
+    p.add_argument("--hidden-size", type=int, default=None, help="override the profile's LSTM size")
+    p.add_argument("--valid-words", type=int, default=None, help="cap the validation words (default: the whole split)")
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests)")
+    add_corpus_arguments(p, subword=False)
+    add_run_arguments(p, "awd-lstm")
+
+
+def add_elmo_arguments(p: argparse.ArgumentParser) -> None:
+    profile_option(p, "size profile")
+    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
+    p.add_argument("--valid-words", type=int, default=None, help="validation words (default: per profile; 0 = all)")
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests)")
+    add_corpus_arguments(p, subword=False)
+    add_run_arguments(p, "elmo")
+
+
+def add_gpt_arguments(p: argparse.ArgumentParser) -> None:
+    profile_option(p, "size profile")
+    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps of the schedule (default: per profile)")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then cosine to 0)")
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests; the run then counts as finished)")
+    p.add_argument("--sentence-window", type=int, default=None, metavar="T",
+                   help="train on windows of T tokens that each begin at a sentence start, as a fine-tuned input "
+                        "does, with as many more windows a step as keeps its tokens (default: windows of the "
+                        "model's context at any offset; default out: ...-sent<T>.pt)")
+    add_budget_argument(p)
+    add_corpus_arguments(p, subword=True)
+    add_run_arguments(p, "gpt")
+
+
+def add_bert_arguments(p: argparse.ArgumentParser) -> None:
+    """BERT's own options (its recipe: recipes/bert.py), then those every pretrainer shares."""
+    from minilib.models.bert import OBJECTIVES
+
+    profile_option(p, "size profile")
+    p.add_argument("--objective", choices=OBJECTIVES, default="mlm+nsp",
+                   help="mlm+nsp (BERT), mlm (no NSP) or ltr (the left-to-right twin): paper Table 5")
+    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="optimizer steps of the schedule (default: GPT's compute at this profile)")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then linear to 0)")
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="stop after this many steps (timing, tests; the run then counts as finished)")
+    p.add_argument("--mask-prob", type=float, default=None,
+                   help="share of tokens the masked LM predicts (default: §3.1's 0.15; give --out a name of its own)")
+    p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
+                   help="another encoder shape, e.g. 2x128 (heads of 64); it reads GPT's compute in tokens "
+                        "(default: the profile's, checkpoints/bert-<profile>.pt; else bert-<profile>-2x128.pt)")
+    add_budget_argument(p)
+    add_corpus_arguments(p, subword=True)
+    add_run_arguments(p, "bert")
+
+
+PRETRAINERS: dict[str, Pretrainer] = {
+    "awd-lstm": Pretrainer("AWD-LSTM language model (Merity et al. 2017), ULMFiT's stage (a)",
+                           add_awd_arguments, "awd_lstm_command"),
+    "elmo": Pretrainer("ELMo's char-CNN biLM (Peters et al. 2018)", add_elmo_arguments, "pretrain_elmo_command"),
+    "gpt": Pretrainer("GPT-1's Transformer decoder (Radford et al. 2018)", add_gpt_arguments, "pretrain_gpt_command"),
+    "bert": Pretrainer("BERT's Transformer encoder (Devlin et al. 2018): masked LM + next sentence prediction",
+                       add_bert_arguments, "pretrain_bert_command"),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = subcommands(parser, dest="model", metavar="MODEL", required=True)
+    for name, p in PRETRAINERS.items():
+        sub.add_parser(name, options=p.add_arguments, help=p.help, description=p.help)
+
+
+def run(args: argparse.Namespace) -> int:
+    return getattr(importlib.import_module("minilib.pretrain"), PRETRAINERS[args.model].command)(args)
