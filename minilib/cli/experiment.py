@@ -31,7 +31,7 @@ from minilib.cli.options import profile_option, task_options
 class Experiment:
     module: str          # minilib.experiments.<name>: its cli_run(args, name) runs it
     help: str
-    options: Callable[[argparse.ArgumentParser], None] | None   # None: FALLBACK, the module's own cli_arguments
+    options: Callable[[argparse.ArgumentParser], None]
 
 
 EXPERIMENTS: dict[str, Experiment] = {}   # name -> Experiment, in the order `experiment --help` lists them
@@ -107,14 +107,24 @@ def _elmo_probes(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="results JSON (default: results/elmo-probes-<profile>.json)")
 
 
-# FALLBACK: elmo-pos and elmo-downstream still add their own options (`cli_arguments(parser, name)` in their
-# modules, being edited elsewhere); once those move into a function here, register it as above and delete this.
-EXPERIMENTS["elmo-pos"] = Experiment(
-    "minilib.experiments.elmo_pos",
-    "POS tagging from static vs ELMo vs untrained-biLM vectors at 10-1,000 labelled sentences (chapter 03)", None)
-EXPERIMENTS["elmo-downstream"] = Experiment(
-    "minilib.experiments.elmo_downstream", "RT sentiment from static vectors vs ELMo features at a few labels (chapter 03)",
-    None)
+@experiment("elmo-pos", "elmo_pos",
+            "POS tagging from static vs ELMo vs untrained-biLM vectors at 10-1,000 labelled sentences (chapter 03)")
+def _elmo_pos(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tagger", choices=("tagger", "bilstm", "bilstm-max"), default="tagger",
+                   help="linear tagger or §3.3's biLSTM on pos; bilstm-max: the biLSTM max-pooled as a sentence "
+                        "classifier, with --task rt (default: tagger)")
+    p.add_argument("--task", default="pos", help="pos, or with --tagger bilstm-max a sentence task such as rt")
+    p.add_argument("--force", action="store_true", help="retrain points even if cached")
+
+
+@experiment("elmo-downstream", "elmo_downstream",
+            "RT sentiment from static vectors vs ELMo features at a few labels (chapter 03)")
+def _elmo_downstream(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", type=Path, default=None,
+                   help="biLM checkpoint (default: checkpoints/elmo-<profile>.pt)")
+    p.add_argument("--labels", default=None, help="comma-separated label counts or 'all' (default: the profile's)")
+    p.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the profile's)")
+    p.add_argument("--force", action="store_true", help="retrain points even if cached")
 
 
 # ----------------------------------------------------------------------------- chapter 05-06: Transformer, GPT
@@ -307,15 +317,7 @@ def _queue(p: argparse.ArgumentParser) -> None:
 
 def add_options(p: argparse.ArgumentParser, name: str) -> None:
     """Experiment `name`'s options, then --fill and --restamp (every experiment's)."""
-    entry = EXPERIMENTS[name]
-    if entry.options is not None:
-        entry.options(p)
-    else:   # FALLBACK (elmo-pos, elmo-downstream): the module still adds its own options
-        own = getattr(importlib.import_module(entry.module), "cli_arguments", None)
-        if own is None:
-            raise RuntimeError(f"experiment {name}: {entry.module} has no cli_arguments; register its options "
-                               f"in minilib/cli/experiment.py")
-        own(p, name)
+    EXPERIMENTS[name].options(p)
     p.add_argument("--fill", action="store_true",
                    help="train every uncached point, however long (without it a command stops before "
                         "training past ~5 min of estimated CPU time, and says how long the rest would take)")

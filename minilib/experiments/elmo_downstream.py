@@ -367,14 +367,6 @@ def plot_curves(rows: Sequence[dict], ax=None):
 
 # ----------------------------------------------------------------------------- CLI
 
-def cli_arguments(parser, name: str) -> None:
-    parser.add_argument("--checkpoint", type=Path, default=None,
-                        help="biLM checkpoint (default: checkpoints/elmo-<profile>.pt)")
-    parser.add_argument("--labels", default=None, help="comma-separated label counts or 'all' (default: the profile's)")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: the profile's)")
-    parser.add_argument("--force", action="store_true", help="retrain points even if cached")
-
-
 def cli_run(args, name: str) -> int:
     prof = runtime.profile()
     config = SIZES[prof]

@@ -285,14 +285,6 @@ def summary_line(rows: Sequence[dict], name: str = "elmo-pos") -> str:
     return f"{name}: " + " ".join(f"{k}_acc_n{n}={by[k, n]:.3f}" for n in counts for k in KINDS if (k, n) in by)
 
 
-def cli_arguments(p, name: str) -> None:
-    p.add_argument("--tagger", choices=(*TAGGERS, "bilstm-max"), default="tagger",
-                   help="linear tagger or §3.3's biLSTM on pos; bilstm-max: the biLSTM max-pooled as a sentence "
-                        "classifier, with --task rt (default: tagger)")
-    p.add_argument("--task", default="pos", help="pos, or with --tagger bilstm-max a sentence task such as rt")
-    p.add_argument("--force", action="store_true", help="retrain points even if cached")
-
-
 def cli_run(args, name: str) -> int:
     ckpt = shipped_checkpoint(runtime.profile())
     if not Path(ckpt).exists():
