@@ -40,7 +40,7 @@ class CorpusRun:
 
 def user_cache() -> Path:
     """Where a run on a user's text writes: the data cache ($MINILIB_DATA, else ~/.cache/minilib), not the repository."""
-    from minilib.data.sources import cache_dir
+    from minilib.data.fetching.sources import cache_dir
 
     return cache_dir()
 

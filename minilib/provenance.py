@@ -51,7 +51,7 @@ CHECKOUT_FOLDERS = ("checkpoints", ".cache", "results")   # a checkout's folders
 
 
 def _data_cache() -> Path:
-    # data/sources.cache_dir, repeated here: provenance (layer 0) must not import minilib.data (layer 1)
+    # data/fetching/sources.cache_dir, repeated here: provenance (layer 0) must not import minilib.data (layer 1)
     return Path(os.environ.get("MINILIB_DATA") or Path.home() / ".cache" / "minilib").expanduser()
 
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.data
 # ----------------------------------------------------------------------------- fetch
 
 def test_real_fetch_is_verified_and_idempotent(monkeypatch):
-    from minilib.data import sources
+    from minilib.data.fetching import sources
 
     root = data.fetch("brown")
     marker = (root / ".complete.json").read_text()

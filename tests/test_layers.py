@@ -119,3 +119,28 @@ def test_the_option_check_can_fail(tmp_path):
     assert list(option_parsing(src)) == [(1, "import argparse"), (2, "from argparse import"), (6, ".add_argument(")]
     assert {p.relative_to(ROOT).parts[0] for p in SOURCES} - {p.relative_to(ROOT).parts[0] for p in OUTSIDE_THE_CLI} \
         == {"cli"}
+
+
+# ----------------------------------------------------------------------------- data/fetching/ is the bottom of data/
+
+FETCHING = sorted((ROOT / "data" / "fetching").rglob("*.py"))
+FETCHING_MAY_IMPORT = ("minilib.data.fetching", "minilib.provenance", "minilib.runtime")
+
+
+def outside_fetching(path: Path):
+    """minilib imports of a module of data/fetching/ other than its own package, provenance and runtime."""
+    return [(line, target) for line, target in minilib_imports(path)
+            if not any(target == ok or target.startswith(ok + ".") for ok in FETCHING_MAY_IMPORT)]
+
+
+@pytest.mark.parametrize("path", FETCHING, ids=lambda p: str(p.relative_to(ROOT)))
+def test_fetching_imports_nothing_of_minilib_but_provenance_and_runtime(path):
+    assert not outside_fetching(path), f"{module_name(path)} imports {outside_fetching(path)}"
+
+
+def test_the_fetching_check_can_fail(tmp_path):
+    assert len(FETCHING) >= 3
+    src = tmp_path / "x.py"
+    src.write_text("from minilib.provenance import sha256_file\nfrom minilib.data.fetching import parquet\n"
+                   "from minilib.data import corpora\nimport minilib.models.gpt\n")
+    assert outside_fetching(src) == [(3, "minilib.data"), (4, "minilib.models.gpt")]

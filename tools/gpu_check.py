@@ -550,7 +550,7 @@ def quiet():
 
 def pack(out_dir: Path = PACK_DIR) -> int:
     """Write out_dir/data.tar.xz (the processed corpora the check reads) and out_dir/commit; ignore out_dir in git."""
-    from minilib.data.sources import cache_dir
+    from minilib.data.fetching.sources import cache_dir
 
     src = cache_dir() / "processed"
     missing = [f for f in PACK_FILES if not (src / f).is_file()]

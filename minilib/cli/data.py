@@ -10,7 +10,7 @@ from pathlib import Path
 
 from minilib.cli import subcommands
 from minilib.cli.options import task_options
-from minilib.data.sources import SOURCES, DataSourceError, fetch
+from minilib.data.fetching.sources import SOURCES, DataSourceError, fetch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,10 +9,11 @@
 Sources and their licences: `data.SOURCES`, `python -m minilib data info`,
 book/datasheet.md. Where things live:
 
-    sources.py    registry, fetch, verify, cache        corpora.py   pretraining corpus
+    fetching/     registry, fetch, verify, cache        corpora.py   pretraining corpus
     labelled.py   RT sentiment, TREC, leak guard        brown.py     Brown POS tags
     lexical.py    WordSim, SimLex, analogies, GloVe     wordnet.py   WordNet senses
     tokenize.py   the shared word tokenizer             vocab.py     Vocab
+    inventory.py  what is there: `data info`, datasheet
 """
 from minilib.data.brown import UNIVERSAL_TAGS, TaggedSentence, brown_tagged, universal_tag
 from minilib.data.corpora import DEFAULT_SOURCES, Document, pretraining_corpus, source_documents
@@ -20,8 +21,8 @@ from minilib.data.inventory import info_table
 from minilib.data.labelled import (LabelledText, LeakGuard, Question, RtFresh, held_out_texts, movie_lm_text,
                                    rt_fresh, rt_sentiment, trec6)
 from minilib.data.lexical import Analogy, WordPair, glove50, google_analogies, simlex999, wordsim353
-from minilib.data.sources import (SOURCES, ChecksumError, ClientMissingError, DataSourceError, FetchError,
-                                  Source, UnknownSourceError, cache_dir, fetch, fetch_all)
+from minilib.data.fetching.sources import (SOURCES, ChecksumError, ClientMissingError, DataSourceError,
+                                           FetchError, Source, UnknownSourceError, cache_dir, fetch, fetch_all)
 from minilib.data.tokenize import normalize, tokenize
 from minilib.data.vocab import Vocab
 from minilib.data.wordnet import Sense, SenseExample, wordnet_examples, wordnet_senses

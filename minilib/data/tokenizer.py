@@ -350,7 +350,7 @@ def build_tokenizer(kind: str, profile: str, *, vocab_size: int | None = None, w
     """Train a `kind` tokenizer on the train split, write it and its provenance JSON; returns its path."""
     from minilib import provenance, runtime
     from minilib.data.corpora import DEFAULT_SOURCES
-    from minilib.data.sources import source
+    from minilib.data.fetching.sources import source
 
     sizes = dict(runtime.pick(TOKENIZER_SIZES, profile))
     vocab_size = vocab_size or sizes[kind]

@@ -49,7 +49,7 @@ def fingerprint(ids: np.ndarray, vocab, builtin: bool = True) -> dict[str, Any]:
     """What the model was trained on: sha256 of the id stream and of the vocabulary, and (`builtin`: the
     built-in corpus) the registry sha256 of every corpus source."""
     from minilib.data.corpora import DEFAULT_SOURCES
-    from minilib.data.sources import source
+    from minilib.data.fetching.sources import source
 
     return {"train_ids_sha256": hashlib.sha256(np.ascontiguousarray(ids, dtype=np.int64).tobytes()).hexdigest(),
             "vocab_sha256": hashlib.sha256("\n".join(vocab.itos).encode()).hexdigest(),

@@ -362,7 +362,7 @@ def fetch_artifact(artifact: Artifact, patterns: tuple[str, ...], *, force: bool
                 f"{archive.name} for source '{label}' has sha256 {digest}, but the registry pins "
                 f"{artifact.sha256}. Nothing was cached. The registry may have served a different file "
                 f"(or a file in {downloads_dir()} is wrong); delete it and retry, and if it persists the "
-                f"pinned entry in minilib/data/sources.py needs review.")
+                f"pinned entry in minilib/data/fetching/sources.py needs review.")
         staged = work / "unpacked"
         unpack(archive, patterns, staged)
         (_marker(staged)).write_text(json.dumps({
