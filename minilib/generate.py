@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from minilib.data.tokenize import tokenize
+from minilib.data.words import tokenize
 from minilib.data.tokenizer import Tokenizer, WordTokenizer
 from minilib.data.vocab import Vocab
 

@@ -17,7 +17,7 @@ import pytest
 from minilib import data
 from minilib.data import corpora, labelled, wordnet
 from minilib.data.splits import split_of
-from minilib.data.tokenize import normalize
+from minilib.data.words import normalize
 
 pytestmark = pytest.mark.data
 

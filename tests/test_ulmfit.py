@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from minilib import data, tasks
-from minilib.data.tokenize import normalize
+from minilib.data.words import normalize
 from minilib.experiments import sample_efficiency as se
 from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
 from minilib.data.batching import ClassificationBatches, encode_texts, pad_collate

@@ -12,7 +12,8 @@ book/datasheet.md. Where things live:
     fetching/     registry, fetch, verify, cache        corpora.py   pretraining corpus
     labelled.py   RT sentiment, TREC, leak guard        brown.py     Brown POS tags
     lexical.py    WordSim, SimLex, analogies, GloVe     wordnet.py   WordNet senses
-    tokenize.py   the shared word tokenizer             vocab.py     Vocab
+    words.py      the word tokenizer, normalize         vocab.py     Vocab
+    tokenizer.py  one interface: words, BPE, WordPiece  bpe.py       BPE merges from scratch
     inventory.py  what is there: `data info`, datasheet
 """
 from minilib.data.brown import UNIVERSAL_TAGS, TaggedSentence, brown_tagged, universal_tag
@@ -23,7 +24,7 @@ from minilib.data.labelled import (LabelledText, LeakGuard, Question, RtFresh, h
 from minilib.data.lexical import Analogy, WordPair, glove50, google_analogies, simlex999, wordsim353
 from minilib.data.fetching.sources import (SOURCES, ChecksumError, ClientMissingError, DataSourceError,
                                            FetchError, Source, UnknownSourceError, cache_dir, fetch, fetch_all)
-from minilib.data.tokenize import normalize, tokenize
+from minilib.data.words import normalize, tokenize
 from minilib.data.vocab import Vocab
 from minilib.data.wordnet import Sense, SenseExample, wordnet_examples, wordnet_senses
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from minilib.data.chars import _char_ids_cached
-from minilib.data.tokenize import tokenize
+from minilib.data.words import tokenize
 from minilib.data.vocab import Vocab
 
 EOS = "<eos>"  # after every line of the pretraining stream: the LM reads it as "a text starts here"
@@ -246,7 +246,7 @@ class ELMoBatches:
 
     def __init__(self, docs: Iterable, vocab, batch_size: int, window: int = 20, max_chars: int = 50,
                  shuffle: bool = True, seed: int = 0):
-        from minilib.data.tokenize import tokenize
+        from minilib.data.words import tokenize
 
         types: dict[str, int] = {}
         stream = [types.setdefault(tok, len(types))

@@ -32,7 +32,7 @@ from minilib.data.brown import brown_texts
 from minilib.data.labelled import held_out_guard, held_out_texts
 from minilib.data.fetching.sources import cached, source_file, source_files, source
 from minilib.data.splits import SPLITS, check_split, hash_unit, split_of
-from minilib.data.tokenize import normalize
+from minilib.data.words import normalize
 
 DEFAULT_SOURCES = ("brown", "news", "sotu", "moby", "wiki", "mixed")
 MIXED_SENTENCES_PER_DOC = 100   # nlp-corpus sentences are shuffled; 100 make a news-article-sized block

@@ -22,7 +22,7 @@ from typing import Iterable, NamedTuple, Sequence
 
 from minilib.data.fetching.sources import cached, source_file
 from minilib.data.splits import check_split, hash_unit
-from minilib.data.tokenize import normalize
+from minilib.data.words import normalize
 
 RT_TEST_FRACTION = 0.2     # ~20% of distinct nonzero-rated sentences
 TREC_TEST_SIZE = 500       # the classic TREC test set size (Li & Roth 2002)

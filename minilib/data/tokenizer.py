@@ -46,7 +46,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from minilib.data.tokenize import tokenize
+from minilib.data.words import tokenize
 from minilib.data.vocab import Vocab
 
 KINDS = ("bpe", "wordpiece")

@@ -18,7 +18,7 @@ import re
 from typing import Iterator, NamedTuple
 
 from minilib.data.fetching.sources import cached, source_file
-from minilib.data.tokenize import tokenize
+from minilib.data.words import tokenize
 
 POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
 _DICT = "package/dict/"

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from minilib.data.brown import detokenize
-from minilib.data.tokenize import tokenize
+from minilib.data.words import tokenize
 from minilib.generate import batch_next_word_log_probs
 
 # Brown tag -> (form, number); each form's partner of the other number is the wrong answer

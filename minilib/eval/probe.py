@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from minilib.data.tokenize import tokenize
+from minilib.data.words import tokenize
 from minilib.train.head import fit_head
 
 # ----------------------------------------------------------------------------- features

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from minilib.data.tokenize import tokenize
+from minilib.data.words import tokenize
 from minilib.eval.classification import balanced_accuracy
 from minilib.experiments.elmo_probes import shipped_checkpoint
 from minilib.experiments.grid import Method, register

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from minilib.data.tokenize import tokenize
+from minilib.data.words import tokenize
 
 MAX_TOKENS = 60   # longer sentences are refused in the widget: the biLM was trained on 20-token windows,
                   # and a paragraph pasted by mistake would make the heat map unreadable

@@ -12,7 +12,7 @@ import torch
 from minilib import provenance, runtime
 from minilib.data.batching import ELMoBatches
 from minilib.data.corpora import documents_fingerprint
-from minilib.data.tokenize import tokenize
+from minilib.data.words import tokenize
 from minilib.data.vocab import Vocab
 from minilib.models.elmo import BiLM, ELMoConfig
 from minilib.models.pretrained import save_pretrained

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from minilib.data.batching import EOS, LMStream
-from minilib.data.tokenize import tokenize
+from minilib.data.words import tokenize
 from minilib.data.vocab import Vocab
 from minilib.eval.classification import accuracy
 from minilib.models.awd_lstm import AWDLSTM

@@ -1,4 +1,4 @@
-"""One word tokenizer for every lesson, and the text normaliser used to catch leaks.
+"""Words: the one word tokenizer every lesson uses, and the text normaliser that catches leaks.
 
 `tokenize` is deliberately simple and predictable, close to the Penn Treebank
 conventions that GloVe's vocabulary (and most 2013-2018 papers) used:
