@@ -139,6 +139,20 @@ def test_trec6():
     assert not {normalize(q.text) for q in train} & {normalize(q.text) for q in test}
 
 
+def test_sms_spam_test_messages_are_neither_trained_on_nor_pretrained_on(splits):
+    train, test, read = (data.sms_spam(s) for s in ("train", "test", "read_in_pretraining"))
+    assert 3_000 < len(train) and 800 < len(test) and {r.label for r in train} == {0, 1} == {r.label for r in test}
+    assert 0.08 < sum(r.label for r in test) / len(test) < 0.18          # spam is the rare class
+    guard = data.LeakGuard(r.text for r in test)
+    assert not [r.text for r, bad in zip(train, guard.mask([r.text for r in train])) if bad]
+    # the check is real: nlp-corpus (mixed) holds NUS SMS messages, and those left the test split
+    assert len(read) >= 10 and not {normalize(r.text) for r in read} & {normalize(r.text) for r in test}
+    lines = [normalize(line) for d in splits["train"] + splits["valid"] + splits["test"] for line in d.text.split("\n")]
+    joined, lines = "".join(lines), set(lines)
+    assert all(normalize(r.text) in lines or normalize(r.text) in joined for r in read)
+    assert not [r.text for r in test if normalize(r.text) in lines]
+
+
 def test_no_test_item_leaks_into_training_text(splits):
     """The leakage guard: no RT test sentence or TREC test question is trained on, anywhere."""
     held_out = data.held_out_texts()

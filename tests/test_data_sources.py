@@ -23,7 +23,7 @@ from minilib.data.fetching.sources import (SOURCES, Artifact, ChecksumError, Cli
                                            FetchError, UnknownSourceError, cached, fetch_artifact)
 
 EXPECTED_NAMES = {"brown", "news", "sotu", "moby", "wiki", "mixed", "wordsim", "simlex", "analogies",
-                  "rt", "rt-fresh", "trec", "glove", "wordnet"}
+                  "rt", "rt-fresh", "trec", "sms", "vader", "glove", "wordnet"}
 PATTERNS = ("package/a.txt", "package/sub/*")
 
 

@@ -88,3 +88,25 @@ def test_class_weighted_bag_of_words_beats_the_majority_on_a_rare_class(tmp_path
         bow = grid.run_point(task, 100, "bow-lr", seed, results_dir=tmp_path / "points")
         assert majority["error"] == 0.5 and bow["class_weights"] is True
         assert bow["error"] < 0.5, (seed, bow["error"])
+
+
+def test_choose_task_never_reads_a_test_split():
+    """tools/choose_task.py measures candidates on held-out training labels: no text of a would-be (or real)
+    test split reaches its tasks, and sms, with 11 % spam, is scored by balanced accuracy there too."""
+    import importlib.util
+    from pathlib import Path
+
+    from minilib import data
+    from minilib.data.splits import hash_unit
+    from minilib.data.words import normalize
+
+    spec = importlib.util.spec_from_file_location("choose_task", Path(__file__).parents[1] / "tools" / "choose_task.py")
+    choose = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(choose)
+    tweets = choose.rated("tweets")
+    assert tweets and not [t for t, _ in tweets if hash_unit("tweets/" + normalize(t)) < choose.TEST_FRACTION]
+    found = choose.candidates()
+    sms = choose.validation_task("sms", *found["sms"])
+    real_test = {normalize(r.text) for r in data.sms_spam("test")}
+    assert not {normalize(t) for t in sms.train.texts + sms.test.texts} & real_test
+    assert sms.metric == "balanced_accuracy" and choose.validation_task("rt", *found["rt"]).metric == "accuracy"

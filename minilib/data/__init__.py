@@ -10,7 +10,7 @@ Sources and their licences: `data.SOURCES`, `python -m minilib data info`,
 book/datasheet.md. Where things live:
 
     fetching/     registry, fetch, verify, cache        corpora.py   pretraining corpus
-    labelled.py   RT sentiment, TREC, leak guard        brown.py     Brown POS tags
+    labelled.py   RT, TREC, SMS spam, leak guard        brown.py     Brown POS tags
     lexical.py    WordSim, SimLex, analogies, GloVe     wordnet.py   WordNet senses
     words.py      the word tokenizer, normalize         vocab.py     Vocab
     tokenizer.py  one interface: words, BPE, WordPiece  bpe.py       BPE merges from scratch
@@ -20,7 +20,7 @@ from minilib.data.brown import UNIVERSAL_TAGS, TaggedSentence, brown_tagged, uni
 from minilib.data.corpora import DEFAULT_SOURCES, Document, pretraining_corpus, source_documents
 from minilib.data.inventory import info_table
 from minilib.data.labelled import (LabelledText, LeakGuard, Question, RtFresh, held_out_texts, movie_lm_text,
-                                   rt_fresh, rt_sentiment, trec6)
+                                   rt_fresh, rt_sentiment, sms_spam, trec6, vader_ratings)
 from minilib.data.lexical import Analogy, WordPair, glove50, google_analogies, simlex999, wordsim353
 from minilib.data.fetching.sources import (SOURCES, ChecksumError, ClientMissingError, DataSourceError,
                                            FetchError, Source, UnknownSourceError, cache_dir, fetch, fetch_all)

