@@ -385,10 +385,10 @@ def test_a_bert_point_fine_tunes_and_scores_once(task, method, objective, tiny_c
 @pytest.mark.data
 def test_ablations_of_another_shape_are_cached_apart_from_the_chapters(tiny_checkpoints, tmp_path, monkeypatch):
     from minilib.experiments import bert_finetune as bf
-    from minilib.experiments import grid
+    from minilib.experiments import store
 
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
-    monkeypatch.setattr(grid, "RESULTS", tmp_path)
+    monkeypatch.setattr(store, "RESULTS", tmp_path)
     asked = []
 
     def checkpoint(method, profile=None, shape=None):

@@ -112,29 +112,25 @@ def _cli(*argv):
 
 
 def _read_paths():
-    """(name, a call that only reads cached results): each single-result experiment's way to show a cached result
-    without computing one, at laptop, where the shipped results were made."""
-    from minilib.experiments import (bert_plateau, compute, compute_axis, elmo_probes, flywheel, parallelism,
-                                     scaling, static_vectors)
+    """(name, a call that only reads cached results): the commands whose every point is cached, and each single
+    result stored at laptop (where the shipped results were made), read through the store as its experiment's
+    reader reads it (found by store.entries: every registered experiment, no list kept here)."""
+    from functools import partial
 
-    return {
+    from minilib.experiments import store
+
+    calls = {
         "compute-axis --cached-only": lambda: _cli("experiment", "compute-axis", "--cached-only"),
         "scaling (every run cached)": lambda: _cli("experiment", "scaling"),
         "compute (reads checkpoints and cached points)": lambda: _cli("experiment", "compute"),
-        "bert-plateau": lambda: (bert_plateau.cached_result("laptop"), bert_plateau.cached_result("laptop", (2, 128))),
-        "compute-axis": lambda: compute_axis.cached_result("laptop"),
-        "compute": lambda: compute.cached_result("laptop"),
-        "elmo-probes": lambda: elmo_probes.cached_result("laptop"),
-        "flywheel": lambda: flywheel.cached_result("laptop"),
-        "parallelism": lambda: parallelism.load_result("laptop"),
-        "scaling": lambda: scaling.load("laptop"),
-        "static-vectors": lambda: static_vectors.cached_result("laptop"),
     }
+    for name, profile, variant, _ in store.entries():
+        if profile == "laptop":
+            calls[name + (f" ({variant})" if variant else "")] = partial(store.load, name, profile, variant=variant)
+    return calls
 
 
-READ_PATHS = ["compute-axis --cached-only", "scaling (every run cached)",
-              "compute (reads checkpoints and cached points)", "bert-plateau", "compute-axis", "compute",
-              "elmo-probes", "flywheel", "parallelism", "scaling", "static-vectors"]
+READ_PATHS = list(_read_paths())
 
 
 @pytest.mark.parametrize("name", READ_PATHS)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from minilib import data, provenance
-from minilib.experiments import compute_axis, grid
+from minilib.experiments import compute_axis, grid, store
 from minilib.models.gpt import GPT
 from minilib.models.pretrained import file_sha256, half_state, load_pretrained
 from minilib.recipes.gpt import pretrain_gpt
@@ -35,7 +35,7 @@ def save_snapshot(path, model):
 @pytest.mark.slow            # an end-to-end run of real training: make test, not test-fast
 def test_marks_become_checkpoints_and_effects_read_back_unchanged(tmp_path, monkeypatch, one_thread):
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
-    monkeypatch.setattr(grid, "RESULTS", tmp_path / "shared")          # gpt-scratch's points, as results/gpt/
+    monkeypatch.setattr(store, "RESULTS", tmp_path / "shared")          # gpt-scratch's points, as results/gpt/
     monkeypatch.setattr(compute_axis, "CLAIMS", (
         compute_axis.Claim("gpt_vs_scratch", "gpt", ("gpt-scratch",), ("trec",), "test"),))
     run = compute_axis.RUNS["gpt"]

@@ -33,7 +33,7 @@ def test_best_epoch_reads_the_held_out_curve():
 
 @pytest.mark.data
 def test_cached_rows_reads_a_point_only_under_its_own_candidate_settings(tmp_path, monkeypatch):
-    monkeypatch.setattr(ur, "RESULTS", tmp_path)
+    monkeypatch.setattr(ur, "FOLDER", tmp_path)
     assert ur.cached_rows("trec", "laptop") == []
     valid, ckpt = tasks.get("trec").validation(), se.default_checkpoint("laptop")
     candidate = "a cycle per stage"

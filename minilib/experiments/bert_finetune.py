@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from minilib import provenance, runtime, tasks
-from minilib.experiments import grid
+from minilib.experiments import grid, store
 from minilib.experiments.gpt_finetune import fine_tune_point
 
 
@@ -71,7 +71,7 @@ FINE_TUNING["bert-mlm"] = FINE_TUNING["bert-ltr"] = FINE_TUNING["bert-tapt"] = F
 RECIPE_METHODS = ("bert-scratch", "bert")
 RECIPE_TASKS = ("trec", "rt")
 SEARCH_LABELS = {"smoke": (20,), "laptop": (100, 1000), "full": (100, grid.ALL)}
-SEARCH_RESULTS = provenance.REPO_ROOT / "results" / "bert-recipe"
+SEARCH_FOLDER = store.folder("bert-recipe")
 
 
 def paper_config(method: str, profile: str) -> BERTFineTuneConfig:
@@ -150,7 +150,7 @@ def search(task: str, methods=RECIPE_METHODS, seed: int = 0, label_counts=None, 
     `candidates`: some of CANDIDATES (default: all)."""
     prof = profile or runtime.profile()
     return grid.search_recipes(task, methods, candidates or CANDIDATES, lambda m, p: asdict(paper_config(m, p)),
-                               SEARCH_RESULTS, label_counts or SEARCH_LABELS[prof], seed, cached_only, prof, log)
+                               SEARCH_FOLDER, label_counts or SEARCH_LABELS[prof], seed, cached_only, prof, log)
 
 
 def some_candidates(slugs: str) -> dict[str, dict[str, Any]]:
@@ -185,7 +185,7 @@ def ablation_rows(task, label_counts, seeds, shape: tuple[int, int] | None = Non
     cached apart, in results/bert-<L>x<W>/ (`results_dir` replaces either folder). With cached_only, only what
     is cached; nothing trains."""
     prof = profile or runtime.profile()
-    folder = results_dir or (grid.RESULTS / f"bert-{shape[0]}x{shape[1]}" if shape else None)
+    folder = results_dir or (store.folder(f"bert-{shape[0]}x{shape[1]}") if shape else None)
     rows = []
     for m in methods:
         where = dict(checkpoint=checkpoint or default_checkpoint(m, prof, shape), results_dir=folder)

@@ -23,9 +23,10 @@ from pathlib import Path
 import torch
 
 from minilib import provenance, runtime
+from minilib.experiments import store
 from minilib.runtime import UsageError
 
-RESULTS_DIR = provenance.REPO_ROOT / "results"
+RESULT = store.register("bert-plateau", "profile", "shape")    # the encoders' snapshots decide the rest
 MASKED = ("mlm+nsp", "mlm")          # the objectives whose masked positions are split
 REFERENCE = "ltr"                    # the twin read from its JSON's curve
 PROBE_SENTENCES = {"smoke": 40, "laptop": 300, "full": 300}   # pos train / test sentences of the linear probe
@@ -37,9 +38,14 @@ def _checkpoint(profile: str, objective: str, shape: tuple[int, int] | None = No
     return default_out("laptop" if profile == "smoke" else profile, objective, shape)
 
 
+def _variant(shape: tuple[int, int] | None) -> str | None:
+    """Another shape than the profile's is stored apart: results/bert-plateau-<profile>-2x128.json."""
+    return f"{shape[0]}x{shape[1]}" if shape else None
+
+
 def result_path(profile: str, shape: tuple[int, int] | None = None) -> Path:
     """results/bert-plateau-<profile>.json; another shape than the profile's adds it (…-laptop-2x128.json)."""
-    return RESULTS_DIR / f"bert-plateau-{profile}{f'-{shape[0]}x{shape[1]}' if shape else ''}.json"
+    return store.path(RESULT, profile, _variant(shape))
 
 
 def snapshot_bert(path: str | Path, cfg):
@@ -145,13 +151,13 @@ def run(profile: str | None = None, snapshot_dir: str | Path | None = None, writ
               "ltr_unigram": ltr_meta["metrics"]["unigram_nats_per_token"], "pos_probe": probes,
               "seconds": round(time.time() - t0, 1), "provenance": provenance.stamp()}
     if write:
-        provenance.write_json(result_path(prof, shape), result)
+        result = store.save(RESULT, prof, result, variant=_variant(shape))
     return result
 
 
 def cached_result(profile: str | None = None, shape: tuple[int, int] | None = None) -> dict | None:
-    path = result_path(profile or runtime.profile(), shape)
-    return json.loads(path.read_text()) if path.is_file() else None
+    """The stored result of `shape`'s encoders (None: the profile's), or None before it has run (reads only)."""
+    return store.load(RESULT, profile, variant=_variant(shape))
 
 
 def plot(result: dict, ax=None):

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from torch import nn
 
 from minilib import provenance, runtime
+from minilib.experiments import store
 
-RESULTS_DIR = provenance.REPO_ROOT / "results"
+RESULT = store.register("compute", "profile")        # results/compute-<profile>.json: read from the checkpoints
 CHECKPOINTS = provenance.REPO_ROOT / "checkpoints"
 SHIPPED = ("awd-lstm", "elmo", "gpt", "bert")        # checkpoints/<name>-laptop.pt, where it exists
 FINE_TUNE_TASKS = ("trec", "rt")
@@ -157,14 +158,13 @@ def run(profile: str | None = None, write: bool = True, log=print) -> dict:
             log(f"{p['name']}: N={p['params']:.3g}, D={p['tokens']:.3g}, C={p['flops']:.2e} FLOPs ({p['source']})")
     result["provenance"] = provenance.stamp()
     if write:   # the same numbers again (all of them are read from checkpoints and cached points): left as it is
-        result = provenance.write_if_changed(RESULTS_DIR / f"compute-{prof}.json", result)
+        result = store.save(RESULT, prof, result)
     return result
 
 
 def cached_result(profile: str | None = None) -> dict | None:
     """results/compute-<profile>.json, or None before `experiment compute` has run."""
-    path = RESULTS_DIR / f"compute-{profile or runtime.profile()}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    return store.load(RESULT, profile)
 
 
 def summary_line(result: dict) -> str:

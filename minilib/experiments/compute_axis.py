@@ -38,10 +38,11 @@ import numpy as np
 import torch
 
 from minilib import provenance, runtime, tasks
-from minilib.experiments import grid
+from minilib.experiments import grid, store
 from minilib.runtime import UsageError
 
-RESULTS_DIR = provenance.REPO_ROOT / "results" / "compute-axis"
+RESULT = store.register("compute-axis", "profile", "labels", "seeds", "run_budget")   # the summary's key
+RESULTS_DIR = store.folder("compute-axis")            # the marks' points: results/compute-axis/<run>/<x>x/
 CACHE_DIR = provenance.REPO_ROOT / ".cache" / "compute-axis"
 SNAPSHOTS_ROOT = provenance.REPO_ROOT / ".cache" / "pretrain"
 RUN_BUDGET = 8                                        # the long runs' length, x the laptop steps
@@ -407,11 +408,8 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
     result = {"experiment": "compute-axis", "profile": prof, "labels": config.labels, "seeds": list(config.seeds),
               "run_budget": RUN_BUDGET, "laptop_flops": _laptop_flops(prof),
               "marks": sorted(mark_rows.values(), key=lambda m: (m["run"], m["budget_x"])), "claims": lines}
-    if previous and {k: previous.get(k) for k in result} == result:
-        return previous                                   # nothing new: the stamped file stays as it is
     result.update(seconds=round(time.time() - t0, 1), provenance=provenance.stamp(seed=None))
-    provenance.write_json(_summary_path(prof, out), result)
-    return result
+    return store.save(RESULT, prof, result, at=out)       # nothing new: the stamped file stays as it is
 
 
 def _params(run: Run, profile: str) -> int:
@@ -438,13 +436,12 @@ def _laptop_flops(profile: str) -> float:
 
 
 def _summary_path(profile: str, out=None) -> Path:
-    return Path(out or provenance.REPO_ROOT / "results" / f"compute-axis-{profile}.json")
+    return Path(out or store.path(RESULT, profile))
 
 
 def cached_result(profile: str | None = None, out: str | Path | None = None) -> dict[str, Any] | None:
-    """The summary run() wrote (results/compute-axis-<profile>.json), or None before it has run."""
-    path = _summary_path(profile or runtime.profile(), out)
-    return json.loads(path.read_text()) if path.is_file() else None
+    """The summary run() wrote (results/compute-axis-<profile>.json, or `out`), or None before it has run."""
+    return store.load(RESULT, profile, at=out)
 
 
 def summary_lines(result: dict[str, Any]) -> list[str]:

@@ -32,8 +32,9 @@ import torch
 
 from minilib import provenance, runtime
 from minilib.eval import probe
+from minilib.experiments import store
 
-RESULTS_DIR = provenance.REPO_ROOT / "results"
+RESULT = store.register("elmo-probes", "checkpoint_sha256", "config", "seeds")   # results/elmo-probes-<profile>.json
 CACHE_DIR = provenance.REPO_ROOT / ".cache" / "elmo-static"
 
 
@@ -222,16 +223,14 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
         "seconds": {k: round(v, 1) for k, v in times.items()} | {"total": round(time.perf_counter() - t0, 1)},
         "provenance": provenance.stamp(seed=0, threads=torch.get_num_threads()),
     }
-    path = Path(out) if out else RESULTS_DIR / f"elmo-probes-{profile}.json"
-    result = dict(provenance.write_if_changed(path, result))  # the same numbers again: the file stays as it is
-    result["path"] = str(path)
+    result = dict(store.save(RESULT, profile, result, at=out))  # the same numbers again: the file stays as it is
+    result["path"] = str(out or store.path(RESULT, profile))
     return result
 
 
 def cached_result(profile: str | None = None) -> dict | None:
     """results/elmo-probes-<profile>.json as run_probes saved it, or None before it has run (reads only)."""
-    path = RESULTS_DIR / f"elmo-probes-{profile or runtime.profile()}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    return store.load(RESULT, profile)
 
 
 def summary_line(result: dict, name: str = "elmo-probes") -> str:

@@ -30,12 +30,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from minilib import provenance, runtime, tasks
-from minilib.experiments import grid
+from minilib.experiments import grid, store
 from minilib.runtime import UsageError
 
 METHOD = "gpt"                 # the fine-tuning recipe (experiments/gpt_finetune.py), the same at every snapshot
 REFERENCE = "gpt-scratch"      # the same network from random weights with its own recipe: the line to beat
-RESULTS_DIR = provenance.REPO_ROOT / "results" / "flywheel"
+RESULT = store.register("flywheel", "profile", "method", "labels", "seeds", "tasks", "checkpoint_sha256")
+FOLDER = store.folder("flywheel")            # each snapshot's points: results/flywheel/step-NNNNNN/
 CACHE_DIR = provenance.REPO_ROOT / ".cache" / "flywheel"
 
 
@@ -158,7 +159,7 @@ def _points_dir(snap: Snapshot, checkpoint: Path, results_dir) -> Path | None:
     then holds the final step's folder too."""
     if results_dir is None and snap.source == checkpoint:
         return None
-    return Path(results_dir or RESULTS_DIR) / f"step-{snap.step:06d}"
+    return Path(results_dir or FOLDER) / f"step-{snap.step:06d}"
 
 
 def _accuracy(rows: Sequence[dict]) -> dict[str, Any] | None:
@@ -211,15 +212,13 @@ def run(profile: str | None = None, checkpoint: str | Path | None = None, snapsh
               "checkpoint_sha256": file_sha256(checkpoint), "points": points, "reference": reference,
               "seconds": round(time.time() - t0, 1), "provenance": provenance.stamp(seed=None)}
     if write:   # every point read from the cache gives the same summary: the file (and its stamp) stays as it is
-        result = provenance.write_if_changed(Path(out or provenance.REPO_ROOT / "results" / f"flywheel-{prof}.json"),
-                                             result)
+        result = store.save(RESULT, prof, result, at=out)
     return result
 
 
 def cached_result(profile: str | None = None) -> dict[str, Any] | None:
     """The summary run() wrote for `profile` (results/flywheel-<profile>.json), or None before it has run."""
-    path = provenance.REPO_ROOT / "results" / f"flywheel-{profile or runtime.profile()}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    return store.load(RESULT, profile)
 
 
 def plan(profile: str | None = None, checkpoint: str | Path | None = None, snapshot_dir: str | Path | None = None,

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from minilib import provenance, runtime, tasks
-from minilib.experiments import grid
+from minilib.experiments import grid, store
 
 
 @dataclass(frozen=True)
@@ -192,14 +192,14 @@ for _name in METHODS:
 
 # ----------------------------------------------------------------------------- choosing the recipe
 SEARCH_LABELS = {"smoke": (20,), "laptop": (100, 1000), "full": (100, grid.ALL)}
-SEARCH_RESULTS = provenance.REPO_ROOT / "results" / "gpt-recipe"
+SEARCH_FOLDER = store.folder("gpt-recipe")
 
 
 def search(task: str, methods=("gpt-scratch", "gpt"), seed: int = 0, label_counts=None, cached_only: bool = False,
            profile: str | None = None, log=print) -> list[dict[str, Any]]:
     """Every (label count, method, candidate) point on `task`'s validation task (grid.search_recipes)."""
     prof = profile or runtime.profile()
-    return grid.search_recipes(task, methods, CANDIDATES, lambda m, p: asdict(paper_config(m, p)), SEARCH_RESULTS,
+    return grid.search_recipes(task, methods, CANDIDATES, lambda m, p: asdict(paper_config(m, p)), SEARCH_FOLDER,
                                label_counts or SEARCH_LABELS[prof], seed, cached_only, prof, log)
 
 

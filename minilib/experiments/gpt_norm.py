@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass
 import torch
 
 from minilib import data, provenance, runtime
+from minilib.experiments import store
 
-RESULTS_DIR = provenance.REPO_ROOT / "results"
+RESULT = store.register("gpt-norm", "profile", "config")     # results/gpt-norm-<profile>.json
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def run(profile: str | None = None, config: NormConfig | None = None, write: boo
     result = {"experiment": "gpt-norm", "profile": prof, "config": asdict(config), "unigram_nats_per_token": unigram,
               "runs": runs, "seconds": round(time.time() - t0, 1), "provenance": provenance.stamp(seed=config.seed)}
     if write:
-        provenance.write_json(RESULTS_DIR / f"gpt-norm-{prof}.json", result)
+        result = store.save(RESULT, prof, result)
     return result
 
 

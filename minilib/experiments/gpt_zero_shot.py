@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from minilib import provenance, runtime, tasks
+from minilib.experiments import store
 
-RESULTS_DIR = provenance.REPO_ROOT / "results"
+RESULT = store.register("gpt-zero-shot", "profile", "checkpoint_sha256", "prompts")   # results/gpt-zero-shot-<profile>.json
 # task -> prompt name -> (cue appended to the text, one continuation per class in the task's class order)
 PROMPTS = {
     "rt": {"very": (" very", (" negative", " positive")),            # GPT-1 §5's cue and words
@@ -105,7 +106,7 @@ def run(profile: str | None = None, checkpoint: str | Path | None = None, snapsh
               "checkpoint_sha256": file_sha256(checkpoint), "prompts": PROMPTS, "points": points,
               "seconds": round(time.time() - t0, 1), "provenance": provenance.stamp(seed=None)}
     if write:
-        provenance.write_json(RESULTS_DIR / f"gpt-zero-shot-{prof}.json", result)
+        result = store.save(RESULT, prof, result)
     return result
 
 

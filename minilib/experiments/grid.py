@@ -7,7 +7,8 @@ pretrained checkpoint it starts from (if any) and a `train` function:
 
 which trains on `task.train` at `indices` and scores `task.test` once (nothing is selected on
 test). A point is cached as stamped JSON in results/<family>/<task>-<method>-n<labels>-s<seed>-<profile>.json
-and reused only when the task's fingerprint, the settings and the checkpoint's sha256 all match.
+(the result store's root, experiments/store.py) and reused only when its key matches: the task's fingerprint,
+the settings and the checkpoint's sha256.
 
     from minilib.experiments import grid
     rows = grid.run_grid("trec", ["majority", "bow-lr"], [100, 1000, "all"], seeds=[0, 1, 2])
@@ -18,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import importlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -29,12 +29,12 @@ import numpy as np
 import torch
 
 from minilib import provenance, runtime, tasks
+from minilib.experiments import store
 from minilib.models.pretrained import file_sha256
 from minilib.runtime import UsageError
 from minilib.train.learner import propagate_interrupts
 
 ALL = "all"  # a label count meaning "every labelled training example of the task"
-RESULTS = provenance.REPO_ROOT / "results"
 LONG_S = 300  # uncached training a command starts without --fill, in estimated CPU seconds
 
 
@@ -172,10 +172,8 @@ def families() -> dict[str, list[str]]:
 
 
 def _load_families() -> None:
-    """Each family registers its methods when imported."""
-    for family in ("baselines", "sample_efficiency", "elmo_downstream", "elmo_pos", "gpt_finetune",
-                   "bert_finetune"):
-        importlib.import_module(f"minilib.experiments.{family}")
+    """Each family registers its methods when its module is imported: every experiment module is."""
+    store.import_experiments()
 
 
 def repeats_per_epoch(n: int, batch_size: int, min_steps_per_epoch: int) -> int:
@@ -222,7 +220,7 @@ def results_folder(task: tasks.Task, folder: str | Path) -> Path:
     folder = Path(folder)
     if getattr(task, "user", False):
         try:
-            return user_results() / folder.resolve().relative_to(RESULTS.resolve())
+            return user_results() / folder.resolve().relative_to(store.RESULTS.resolve())
         except ValueError:              # not under results/: the user's own choice
             pass
     return folder
@@ -232,7 +230,7 @@ def point_path(m: Method, task: tasks.Task, n_labels: int | str, seed: int, prof
                results_dir: str | Path | None = None) -> Path:
     """results/<family>/<task>-<method>-n<labels>-s<seed>-<profile>.json (`results_dir` replaces results/<family>;
     a user's task: under user_results() instead, see results_folder)."""
-    folder = results_folder(task, results_dir or RESULTS / m.family)
+    folder = results_folder(task, results_dir or store.folder(m.family))
     return folder / f"{task.name}-{m.name}-n{n_labels}-s{seed}-{profile}.json"
 
 
@@ -311,9 +309,7 @@ def cached_point(task, n_labels, method_name: str, seed: int, profile: str | Non
     path = point_path(m, task, n_labels, seed, prof, results_dir)
     if not path.exists():
         return None
-    row = json.loads(path.read_text())
-    key = _key(m, task, prof, checkpoint, settings, checkpoint_sha256)
-    return row if all(row.get(k) == v for k, v in key.items()) else None
+    return store.load(m.family, prof, _key(m, task, prof, checkpoint, settings, checkpoint_sha256), at=path)
 
 
 def run_point(task, n_labels, method_name: str, seed: int, *, force: bool = False, progress: bool | str = False,

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from minilib import provenance, runtime, tasks
-from minilib.experiments import grid
+from minilib.experiments import grid, store
 from minilib.experiments.compute import examples_seen
 from minilib.experiments.grid import ALL
 from minilib.runtime import UsageError
@@ -142,7 +142,7 @@ def missing(profile: str | None = None, task_names: Sequence | None = None, labe
 
 def _timed(method: str, profile: str, results_dir: str | Path | None) -> list[dict[str, Any]]:
     """Every stored point of `method` at `profile` (any key: a stale point still tells how long it took)."""
-    folder = Path(results_dir or grid.RESULTS / grid.method(method).family)
+    folder = Path(results_dir or store.folder(grid.method(method).family))
     rows = []
     for path in folder.glob(f"*-{method}-n*-s*-{profile}.json"):
         try:

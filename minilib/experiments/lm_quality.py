@@ -30,8 +30,9 @@ import numpy as np
 
 from minilib import data, provenance, runtime
 from minilib.data.corpora import documents_fingerprint
+from minilib.experiments import store
 
-RESULTS_DIR = provenance.REPO_ROOT / "results"
+RESULT = store.register("lm-quality", "profile", "checkpoints", "data")   # results/lm-quality-<profile>.json
 VALID_WORDS = {"smoke": 5_000, "laptop": 100_000, "full": 400_000}   # the first words of the valid split
 
 
@@ -167,7 +168,7 @@ def compare(profile: str | None = None, awd_path: str | Path | None = None, gpt_
               "data": documents_fingerprint(docs), "seconds": round(time.time() - t0, 1),
               "provenance": provenance.stamp(seed=None)}
     if write:
-        provenance.write_json(RESULTS_DIR / f"lm-quality-{prof}.json", result)
+        result = store.save(RESULT, prof, result)
     return result
 
 

@@ -41,11 +41,12 @@ import torch
 import torch.nn.functional as F
 
 from minilib import provenance, runtime
+from minilib.experiments import store
 from minilib.models.lstm_lm import LSTMLM, LSTMLMConfig
 from minilib.models.transformer import IGNORE_INDEX, TransformerConfig, TransformerLM
 from minilib.train.schedules import cosine
 
-RESULTS_DIR = provenance.REPO_ROOT / "results"
+RESULT = store.register("parallelism", "config", "tokenizer", "device")   # results/parallelism-<profile>.json
 MODELS = ("lstm", "transformer")
 
 
@@ -375,9 +376,8 @@ def run_parallelism(profile: str | None = None, config: ParallelismConfig | None
                     "total": round(t3 - t0, 1)},
         "provenance": provenance.stamp(seed=config.seed, threads=torch.get_num_threads()),
     }
-    path = Path(out) if out else RESULTS_DIR / f"parallelism-{profile}.json"
-    provenance.write_json(path, result)
-    result["path"] = str(path)
+    result = dict(store.save(RESULT, profile, result, at=out))
+    result["path"] = str(out or store.path(RESULT, profile))
     return result
 
 
@@ -402,15 +402,14 @@ def timing_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def load_result(profile: str) -> dict:
-    """The cached results/parallelism-<profile>.json; a clear error naming the command if it is missing."""
-    import json
-
-    path = RESULTS_DIR / f"parallelism-{profile}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"no cached result at {path}: run "
+def load_result(profile: str, variant: str | None = None) -> dict:
+    """The cached results/parallelism-<profile>[-<variant>].json (a GPU's run: variant "cuda"); a clear error
+    naming the command if it is missing."""
+    result = store.load(RESULT, profile, variant=variant)
+    if result is None:
+        raise FileNotFoundError(f"no cached result at {store.path(RESULT, profile, variant)}: run "
                                 f"`python -m minilib experiment parallelism --profile {profile}`")
-    return json.loads(path.read_text())
+    return result
 
 
 # ----------------------------------------------------------------------------- CLI

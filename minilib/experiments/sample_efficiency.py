@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from minilib import provenance, runtime, tasks
-from minilib.experiments import grid
+from minilib.experiments import grid, store
 from minilib.experiments.grid import ALL, label_count
 from minilib.runtime import UsageError
 
@@ -103,7 +103,7 @@ SIZES = {
 # The grid first run with the paper's schedule read literally (one STLR cycle over all 6 epochs, the LM fine-tuned
 # one epoch: `--recipe literal`), kept for lesson 04's diagnosis of why it lost to scratch. A point's file is
 # named by task, method, labels and seed only, so the two grids live in two folders.
-LITERAL_DIR = grid.RESULTS / "sample-efficiency-literal"
+LITERAL_DIR = store.folder("sample-efficiency-literal")
 ABLATION_LABELS = {"smoke": 40, "laptop": 500, "full": 1000}  # the label count of the ablation table
 
 # Each method's recipe, as `experiment ulmfit-recipe` chose it on rt's and trec's validation tasks at all labels

@@ -38,9 +38,10 @@ import numpy as np
 import torch
 
 from minilib import provenance, runtime
+from minilib.experiments import store
 from minilib.runtime import UsageError
 
-RESULTS_DIR = provenance.REPO_ROOT / "results"
+RESULT = store.register("scaling", "profile", "config")   # the fits: results/scaling-<profile>.json
 
 # Kaplan et al. 2020 §1.2, eqs. (1.1)-(1.3): L(N) = (N_c/N)^α_N, α_N ≈ 0.076, N_c ≈ 8.8e13 non-embedding
 # parameters (models trained to convergence); L(D) = (D_c/D)^α_D, α_D ≈ 0.095, D_c ≈ 5.4e13 tokens
@@ -248,19 +249,16 @@ def point_key(shape, tokens: int, config: ScalingConfig, profile: str) -> dict:
 def run_point(shape, tokens: int, config: ScalingConfig, profile: str, corpus: Corpus, results_dir: Path,
               log=print) -> dict:
     """One run, from results_dir/scaling/ when a run with the same key is there, else trained and saved."""
-    path = Path(results_dir) / "scaling" / f"{shape_name(shape)}-t{tokens}-{profile}.json"
-    key = point_key(shape, tokens, config, profile)
-    if path.exists():
-        import json
-
-        cached = json.loads(path.read_text())
-        if cached.get("config") == key:
-            return cached["run"]
+    where = dict(root=Path(results_dir) / "scaling")        # results/scaling/<shape>-t<tokens>-<profile>.json
+    name, key = f"{shape_name(shape)}-t{tokens}", {"config": point_key(shape, tokens, config, profile)}
+    cached = store.load(name, profile, key, **where)
+    if cached is not None:
+        return cached["run"]
     if log:
         log(f"training {shape_name(shape)} on {tokens:,} tokens …")
     row = train_point(shape, tokens, config, corpus)
-    provenance.write_json(path, {"experiment": "scaling", "profile": profile, "config": key, "run": row,
-                                 "provenance": provenance.stamp(seed=config.seed)})
+    store.save(name, profile, {"experiment": "scaling", "profile": profile, **key, "run": row,
+                               "provenance": provenance.stamp(seed=config.seed)}, key, **where)
     if log:
         log(f"{row['shape']}: N={row['params']:,}, D={row['tokens']:,}, C={row['flops']:.2e} FLOPs: held-out "
             f"{row['valid_nats_per_token']:.3f} nats/token ({row['seconds']:.0f} s)")
@@ -296,7 +294,7 @@ def run(profile: str | None = None, config: ScalingConfig | None = None, results
     default = runtime.pick(SIZES, prof)
     config = config or default
     check(config)
-    results_dir = Path(results_dir) if results_dir is not None else RESULTS_DIR
+    results_dir = Path(results_dir) if results_dir is not None else store.RESULTS
     corpus = Corpus(prof, config)
     t0 = time.time()
     runs = {"params": [run_point(s, config.fixed_tokens, config, prof, corpus, results_dir, log)
@@ -307,20 +305,18 @@ def run(profile: str | None = None, config: ScalingConfig | None = None, results
     result["seconds"] = round(time.time() - t0, 1)
     result["provenance"] = provenance.stamp(seed=config.seed)
     if write:   # every run read from the cache gives the same summary: the file (and its stamp) stays as it is
-        name = f"scaling-{prof}.json" if config == default else f"scaling-{prof}-custom.json"
-        result = provenance.write_if_changed(results_dir / name, result)
+        result = store.save(RESULT, prof, result, variant=None if config == default else "custom", root=results_dir)
     return result
 
 
 def load(profile: str | None = None, results_dir: str | Path | None = None) -> dict:
     """The cached summary of `profile` (default: the current one)."""
-    import json
-
     prof = profile or runtime.profile()
-    path = Path(results_dir if results_dir is not None else RESULTS_DIR) / f"scaling-{prof}.json"
-    if not path.exists():
-        raise UsageError(f"no {path}: run `python -m minilib experiment scaling --profile {prof}` first")
-    return json.loads(path.read_text())
+    result = store.load(RESULT, prof, root=results_dir)
+    if result is None:
+        raise UsageError(f"no {store.path(RESULT, prof, root=results_dir)}: run "
+                         f"`python -m minilib experiment scaling --profile {prof}` first")
+    return result
 
 
 def at_compute(summary: dict, flops: float) -> dict:

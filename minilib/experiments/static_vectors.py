@@ -23,11 +23,12 @@ import numpy as np
 from minilib import data, provenance, runtime
 from minilib.data.vectors import WordVectors
 from minilib.eval.similarity import analogy, similarity_spearman
+from minilib.experiments import store
 from minilib.models.ppmi import PPMIConfig, train_ppmi
 from minilib.models.word2vec import Word2VecConfig
 from minilib.recipes.word2vec import train_word2vec
 
-RESULTS_DIR = provenance.REPO_ROOT / "results"
+RESULT = store.register("static-vectors", "config")      # results/static-vectors-<profile>.json
 
 
 @dataclass(frozen=True)
@@ -143,18 +144,15 @@ def save_results(rows: list[dict], config: StaticVectorsConfig, path: Path | Non
     """Write the table with its provenance stamp to results/static-vectors-<profile>.json, unless the file already
     holds the same scores (training seconds aside): re-running the lesson with the same numbers leaves it as it
     was. gensim's threaded SGNS moves its scores run to run, so a run with gensim usually writes."""
-    path = path or RESULTS_DIR / f"static-vectors-{runtime.profile()}.json"
-    provenance.write_if_changed(path, {"experiment": "static-vectors", "config": asdict(config), "rows": rows,
-                                       "provenance": provenance.stamp(seed=config.seed)}, content=_scores)
+    path = path or store.path(RESULT, runtime.profile())
+    store.save(RESULT, runtime.profile(), {"experiment": "static-vectors", "config": asdict(config), "rows": rows,
+                                           "provenance": provenance.stamp(seed=config.seed)}, at=path, content=_scores)
     return path
 
 
 def cached_result(profile: str | None = None) -> dict | None:
     """results/static-vectors-<profile>.json as save_results wrote it, or None (reads only)."""
-    import json
-
-    path = RESULTS_DIR / f"static-vectors-{profile or runtime.profile()}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    return store.load(RESULT, profile)
 
 
 def markdown_table(rows: list[dict]) -> str:

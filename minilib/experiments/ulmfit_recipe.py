@@ -18,10 +18,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
-from minilib import provenance, runtime, tasks
-from minilib.experiments import grid, sample_efficiency as se
+from minilib import runtime, tasks
+from minilib.experiments import grid, sample_efficiency as se, store
 
-RESULTS = provenance.REPO_ROOT / "results" / "ulmfit-recipe"
+FOLDER = store.folder("ulmfit-recipe")
 CANDIDATES: dict[str, dict[str, Any]] = {
     "one cycle (eq. 3 over all epochs)": {},
     "a cycle per stage": {"cycle_per_stage": True},
@@ -84,7 +84,7 @@ def run(task: str, methods: Sequence[str] = ("scratch", "ulmfit"), seed: int = 0
     for n, method, candidate in _points(methods, label_counts or LABELS[prof], candidates):
         config = config_of(candidate, prof)
         row = grid.run_point(valid, n, method, seed, threads=config.threads, checkpoint=ckpt,
-                             settings=se.settings(config), results_dir=RESULTS / slug(candidate),
+                             settings=se.settings(config), results_dir=FOLDER / slug(candidate),
                              valid_curve=True)
         rows.append({**row, "candidate": candidate})
         if log:
@@ -100,7 +100,7 @@ def cached_rows(task: str, profile: str = "laptop", methods: Sequence[str] = ("s
     for n, method, candidate in _points(methods, LABELS[profile]):
         row = grid.cached_point(valid, n, method, 0, profile, checkpoint=se.default_checkpoint(profile),
                                 settings=se.settings(config_of(candidate, profile)),
-                                results_dir=RESULTS / slug(candidate))
+                                results_dir=FOLDER / slug(candidate))
         if row is not None:
             rows.append({**row, "candidate": candidate})
     return rows
