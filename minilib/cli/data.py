@@ -135,7 +135,9 @@ def tokenizer_command(args: argparse.Namespace) -> int:
                 return 2
             words = args.words or runtime.pick(TOKENIZER_SIZES, profile)["words"]
             rows = measure_vocab_sizes(args.kind, sizes, words)
-            out = provenance.REPO_ROOT / "results" / f"tokenizer-{args.kind}.json"
+            from minilib.experiments import store
+
+            out = store.RESULTS / f"tokenizer-{args.kind}.json"
             provenance.write_json(out, {**provenance.stamp(profile=profile, words=words), "rows": rows})
             for r in rows:
                 print(f"{args.kind} V={r['vocab_size']:>6,}: {r['tokens_per_word']:.3f} tokens/word, "
