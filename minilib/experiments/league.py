@@ -32,7 +32,7 @@ from minilib.experiments.compute import examples_seen
 from minilib.experiments.grid import ALL
 from minilib.runtime import UsageError
 
-TASKS = ("pos", "trec", "rt")
+TASKS = ("pos", "trec", "rt", "sms")
 LABELS = (100, 1000, ALL)
 SEEDS = (0, 1, 2)
 # a profile's default grid: smoke checks the plumbing on one seed and a few labels
@@ -53,7 +53,7 @@ GRIDS = {"smoke": ((20,), (0,)), "laptop": (LABELS, SEEDS), "full": (LABELS, SEE
 SENTENCE = {"majority": "majority", "bag of words": "bow-lr", "SGNS": "sgns-lr", "GloVe": "glove-lr",
             "ELMo": "pooled-elmo", "ULMFiT": "ulmfit", "GPT": "gpt", "BERT": "bert"}
 TOKEN = {**SENTENCE, "ELMo": "bilstm-elmo", "ULMFiT": None}
-LEAGUE: dict[str, dict[str, str | None]] = {"pos": TOKEN, "trec": SENTENCE, "rt": SENTENCE}
+LEAGUE: dict[str, dict[str, str | None]] = {"pos": TOKEN, "trec": SENTENCE, "rt": SENTENCE, "sms": SENTENCE}
 BY_KIND = {"sentence": SENTENCE, "token": TOKEN, "pair": SENTENCE}   # a task outside LEAGUE (a user's CSV)
 BASELINES = ("majority", "bow-lr", "sgns-lr", "glove-lr")            # drawn dashed, as in every lesson
 
