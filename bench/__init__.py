@@ -17,6 +17,7 @@ from typing import Callable
 from bench.awd_lstm import awd_lstm_arguments, bench_awd_lstm
 from bench.bert import bench_bert, bert_arguments
 from bench.gpt import bench_gpt, gpt_arguments
+from bench.ppmi_svd import bench_ppmi_svd, ppmi_svd_arguments
 from bench.word2vec import bench_word2vec, word2vec_arguments
 
 
@@ -36,6 +37,8 @@ BENCHES: dict[str, Bench] = {
                  gpt_arguments, bench_gpt),
     "bert": Bench("minilib BERT masked-LM step vs HF BertForMaskedLM (same config, weights, data, AdamW): tok/s",
                   bert_arguments, bench_bert),
+    "ppmi-svd": Bench("minilib's randomized SVD of lesson 01's PPMI matrix vs torch.svd_lowrank and scipy svds: s, error",
+                      ppmi_svd_arguments, bench_ppmi_svd),
 }
 
 
