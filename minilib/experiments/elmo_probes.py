@@ -33,6 +33,7 @@ import torch
 from minilib import provenance, runtime
 from minilib.eval import probe
 from minilib.experiments import store
+from minilib.models.pretrained import file_sha256
 
 RESULT = store.register("elmo-probes", "checkpoint_sha256", "config", "seeds")   # results/elmo-probes-<profile>.json
 CACHE_DIR = provenance.REPO_ROOT / ".cache" / "elmo-static"
@@ -69,14 +70,6 @@ def default_checkpoint(profile: str) -> Path:
 def shipped_checkpoint(profile: str) -> Path:
     """The biLM a profile's experiments read: smoke has none of its own and reads the shipped laptop one."""
     return default_checkpoint("laptop" if profile == "smoke" else profile)
-
-
-def _file_sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # ----------------------------------------------------------------------------- the static baseline
@@ -211,7 +204,7 @@ def run_probes(elmo_path, profile: str | None = None, seeds: int = 3, config: Pr
     summary["wsd_mfs"] = _mean_std([r["mfs"] for r in wsd["l0"]])
     result = {
         "experiment": "elmo-probes", "checkpoint": provenance.shown_path(elmo_path),
-        "checkpoint_sha256": _file_sha256(elmo_path),
+        "checkpoint_sha256": file_sha256(elmo_path),
         "checkpoint_metrics": meta.get("metrics"), "config": asdict(config), "seeds": list(range(seeds)),
         "summary": summary,
         "pos": {k: v for k, v in pos.items()}, "wsd": wsd,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import io
 import json
 from dataclasses import dataclass, field
@@ -78,7 +77,7 @@ def file_sha256(path: str | Path) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return provenance.sha256_file(path)
 
 
 def half_state(model: nn.Module, drop=()) -> dict[str, torch.Tensor]:
