@@ -147,7 +147,7 @@ _STATS: dict[str, Callable[[], dict[str, Any]]] = {
 # What each source's statistics read (mixed and rt-fresh depend on the test sets of rt and trec).
 _STATS_DEPS = {"mixed": ("mixed", "rt", "trec", "brown", "news", "sotu", "moby", "wiki"),
                "rt-fresh": ("rt-fresh", "rt", "trec"),
-               "sms": ("sms", "rt", "trec", "brown", "news", "sotu", "moby", "wiki", "mixed")}
+               "sms": ("sms", "rt", "trec", *corpora.DEFAULT_SOURCES)}
 _STATS_VERSION = 1
 
 
