@@ -32,15 +32,17 @@ class Experiment:
     module: str          # minilib.experiments.<name>: its cli_run(args, name) runs it
     help: str
     options: Callable[[argparse.ArgumentParser], None]
+    profile: str | None  # what its --profile picks; None: it sizes by $MINILIB_PROFILE alone
 
 
 EXPERIMENTS: dict[str, Experiment] = {}   # name -> Experiment, in the order `experiment --help` lists them
 
 
-def experiment(name: str, module: str, help: str):
-    """Register the decorated function as experiment `name`'s options (minilib.experiments.`module` runs it)."""
+def experiment(name: str, module: str, help: str, profile: str | None = None):
+    """Register the decorated function as experiment `name`'s options (minilib.experiments.`module` runs it);
+    `profile`, what a --profile option would pick, gives it one, first."""
     def register(options):
-        EXPERIMENTS[name] = Experiment(f"minilib.experiments.{module}", help, options)
+        EXPERIMENTS[name] = Experiment(f"minilib.experiments.{module}", help, options, profile)
         return options
     return register
 
@@ -90,19 +92,25 @@ def _ulmfit_ablations(p: argparse.ArgumentParser) -> None:
 @experiment("ulmfit-recipe", "ulmfit_recipe",
             "stage (c) schedules, epochs and LRs for scratch and ULMFiT, chosen on held-out training labels (chapter 04)")
 def _ulmfit_recipe(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", default="rt", help="rt, trec, or a CSV/TSV file with a header row (default: rt)")
+    _recipe_search(p, "ulmfit-recipe", "rt", "scratch,ulmfit", labels="the profile's, laptop 500,all")
+
+
+def _recipe_search(p: argparse.ArgumentParser, name: str, task: str, methods: str, labels: str | None) -> None:
+    """A fine-tuning recipe search's options: its task, the methods it tunes, their candidates, label counts."""
+    p.add_argument("--task", default=task, help=f"rt, trec, or a CSV/TSV file with a header row (default: {task})")
     task_options(p)
-    p.add_argument("--methods", default="scratch,ulmfit", help="methods to tune (default: scratch,ulmfit)")
-    p.add_argument("--candidates", default=None,
-                   help="comma-separated candidate names as folders of results/ulmfit-recipe (default: all)")
-    p.add_argument("--labels", default=None, help="comma-separated label counts (default: the profile's, laptop 500,all)")
+    p.add_argument("--methods", default=methods, help=f"methods to tune (default: {methods})")
+    if labels:
+        p.add_argument("--candidates", default=None,
+                       help=f"comma-separated candidate names as folders of results/{name} (default: all)")
+        p.add_argument("--labels", default=None, help=f"comma-separated label counts (default: {labels})")
 
 
 @experiment("elmo-probes", "elmo_probes",
-            "POS and word-sense probes of each ELMo layer vs static vectors (chapter 03, Peters et al. 2018 §5.3)")
+            "POS and word-sense probes of each ELMo layer vs static vectors (chapter 03, Peters et al. 2018 §5.3)",
+            profile="sizes")
 def _elmo_probes(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", type=Path, default=None, help="biLM checkpoint (default: checkpoints/elmo-<profile>.pt)")
-    profile_option(p)
     p.add_argument("--seeds", type=int, default=3, help="seeds: probe-training sentences, init, WSD split")
     p.add_argument("--out", type=Path, default=None, help="results JSON (default: results/elmo-probes-<profile>.json)")
 
@@ -130,9 +138,8 @@ def _elmo_downstream(p: argparse.ArgumentParser) -> None:
 # ----------------------------------------------------------------------------- chapter 05-06: Transformer, GPT
 
 @experiment("parallelism", "parallelism",
-            "LSTM vs Transformer: time per token by length, bits per byte at equal time (chapter 05)")
+            "LSTM vs Transformer: time per token by length, bits per byte at equal time (chapter 05)", profile="sizes")
 def _parallelism(p: argparse.ArgumentParser) -> None:
-    profile_option(p)
     p.add_argument("--budget", type=float, default=None, help="training seconds per model (default: the profile's)")
     p.add_argument("--lengths", default=None, metavar="T1,T2,...", help="sequence lengths to time")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: all)")
@@ -140,9 +147,9 @@ def _parallelism(p: argparse.ArgumentParser) -> None:
 
 
 @experiment("lm-quality", "lm_quality",
-            "the shipped AWD-LSTM and GPT on the same held-out text: perplexity per word, bits per byte (chapter 06)")
+            "the shipped AWD-LSTM and GPT on the same held-out text: perplexity per word, bits per byte (chapter 06)",
+            profile="whose checkpoints")
 def _lm_quality(p: argparse.ArgumentParser) -> None:
-    profile_option(p, "whose checkpoints")
     p.add_argument("--awd-lstm", type=Path, default=None, help="AWD-LSTM checkpoint (default: the shipped one)")
     p.add_argument("--gpt", type=Path, default=None, help="GPT checkpoint (default: the shipped one)")
     p.add_argument("--valid-words", type=int, default=None, help="words of the valid split scored (default: per profile)")
@@ -151,15 +158,13 @@ def _lm_quality(p: argparse.ArgumentParser) -> None:
 @experiment("gpt-recipe", "gpt_finetune",
             "GPT fine-tuning LRs and epochs for gpt and gpt-scratch, chosen on held-out training labels (chapter 06)")
 def _gpt_recipe(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", default="trec", help="rt, trec, or a CSV/TSV file with a header row (default: trec)")
-    task_options(p)
-    p.add_argument("--methods", default="gpt-scratch,gpt", help="methods to tune (default: gpt-scratch,gpt)")
+    _recipe_search(p, "gpt-recipe", "trec", "gpt-scratch,gpt", labels=None)
 
 
 @experiment("gpt-norm", "gpt_norm",
-            "post-LN (GPT-1) vs pre-LN (GPT-2) blocks at the laptop GPT's size: which leaves the unigram plateau (chapter 06)")
+            "post-LN (GPT-1) vs pre-LN (GPT-2) blocks at the laptop GPT's size: which leaves the unigram plateau (chapter 06)",
+            profile="sizes")
 def _gpt_norm(p: argparse.ArgumentParser) -> None:
-    profile_option(p)
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
 
 
@@ -170,13 +175,7 @@ def _gpt_norm(p: argparse.ArgumentParser) -> None:
 def _bert_recipe(p: argparse.ArgumentParser) -> None:
     from minilib.experiments.bert_finetune import RECIPE_METHODS
 
-    p.add_argument("--task", default="trec", help="rt, trec, or a CSV/TSV file with a header row (default: trec)")
-    task_options(p)
-    p.add_argument("--methods", default=",".join(RECIPE_METHODS),
-                   help=f"methods to tune (default: {','.join(RECIPE_METHODS)})")
-    p.add_argument("--candidates", default=None,
-                   help="comma-separated candidate names as folders of results/bert-recipe (default: all)")
-    p.add_argument("--labels", default=None, help="comma-separated label counts (default: the profile's)")
+    _recipe_search(p, "bert-recipe", "trec", ",".join(RECIPE_METHODS), labels="the profile's")
 
 
 @experiment("bert-ablations", "bert_finetune",
@@ -230,9 +229,9 @@ def _flywheel(p: argparse.ArgumentParser) -> None:
 
 
 @experiment("scaling", "scaling",
-            "held-out loss vs non-embedding parameters, tokens and compute (6·N·D), power laws fitted beside Kaplan et al. 2020 (chapter 08)")
+            "held-out loss vs non-embedding parameters, tokens and compute (6·N·D), power laws fitted beside Kaplan et al. 2020 (chapter 08)",
+            profile="sizes")
 def _scaling(p: argparse.ArgumentParser) -> None:
-    profile_option(p)
     p.add_argument("--threads", type=int, default=None, help="torch threads (the laptop sizes assume 1)")
     p.add_argument("--shapes", default=None,
                    help="size sweep shapes LAYERSxWIDTH, e.g. 1x32,2x64,4x128 (default: the profile's)")
@@ -241,9 +240,9 @@ def _scaling(p: argparse.ArgumentParser) -> None:
 
 
 @experiment("bert-plateau", "bert_plateau",
-            "BERT's held-out loss along its pretraining split by what the input shows ([MASK], random, the answer) beside the left-to-right twin (chapter 07)")
+            "BERT's held-out loss along its pretraining split by what the input shows ([MASK], random, the answer) beside the left-to-right twin (chapter 07)",
+            profile="sizes")
 def _bert_plateau(p: argparse.ArgumentParser) -> None:
-    profile_option(p)
     p.add_argument("--snapshots", type=Path, default=None,
                    help="the folder holding each run's <checkpoint name>/snapshots/ (default: .cache/pretrain)")
     p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
@@ -252,9 +251,10 @@ def _bert_plateau(p: argparse.ArgumentParser) -> None:
 
 
 @experiment("compute", "compute",
-            "training FLOPs (6·N·D) of each shipped model's pretraining against one fine-tuning run, beside BERT's and GPT-3's (chapter 08)")
+            "training FLOPs (6·N·D) of each shipped model's pretraining against one fine-tuning run, beside BERT's and GPT-3's (chapter 08)",
+            profile="sizes")
 def _compute(p: argparse.ArgumentParser) -> None:
-    profile_option(p)
+    """No options but --profile."""
 
 
 @experiment("compute-axis", "compute_axis",
@@ -278,9 +278,9 @@ def _compute_axis(p: argparse.ArgumentParser) -> None:
 
 
 @experiment("gpt-zero-shot", "gpt_zero_shot",
-            "GPT as a classifier before fine-tuning, along its pretraining (chapter 06, GPT-1 §5, Fig. 2)")
+            "GPT as a classifier before fine-tuning, along its pretraining (chapter 06, GPT-1 §5, Fig. 2)",
+            profile="whose checkpoint")
 def _gpt_zero_shot(p: argparse.ArgumentParser) -> None:
-    profile_option(p, "whose checkpoint")
     p.add_argument("--checkpoint", type=Path, default=None, help="GPT checkpoint (default: the shipped one)")
     p.add_argument("--snapshots", type=Path, default=None,
                    help="folder of pretraining snapshots (default: .cache/pretrain/<checkpoint name>/snapshots)")
@@ -317,6 +317,8 @@ def _queue(p: argparse.ArgumentParser) -> None:
 
 def add_options(p: argparse.ArgumentParser, name: str) -> None:
     """Experiment `name`'s options, then --fill and --restamp (every experiment's)."""
+    if EXPERIMENTS[name].profile:
+        profile_option(p, EXPERIMENTS[name].profile)
     EXPERIMENTS[name].options(p)
     p.add_argument("--fill", action="store_true",
                    help="train every uncached point, however long (without it a command stops before "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -19,8 +20,21 @@ from minilib.cli.options import profile_option
 @dataclass(frozen=True)
 class Pretrainer:
     help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
+    own_arguments: Callable[[argparse.ArgumentParser], None]   # the options only this model has
     command: str                  # its function in minilib/pretrain.py, called with the parsed options
+    subword: bool = False         # reads BPE tokens (--tokenizer) and trains to a compute budget (--budget)
+
+    def add_arguments(self, p: argparse.ArgumentParser, name: str) -> None:
+        """Every pretrainer's options in one order: size, data, its own, when to stop, corpus, run."""
+        profile_option(p, "size profile")
+        p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
+        self.own_arguments(p)
+        p.add_argument("--max-steps", type=int, default=None,
+                       help="stop after this many steps (timing, tests; the run then counts as finished)")
+        if self.subword:
+            add_budget_argument(p)
+        add_corpus_arguments(p, subword=self.subword)
+        add_run_arguments(p, name)
 
 
 # ----------------------------------------------------------------------------- shared pieces
@@ -68,11 +82,9 @@ def add_budget_argument(p: argparse.ArgumentParser) -> None:
                         "--keep-latest`) with a fresh optimizer")
 
 
-# ----------------------------------------------------------------------------- each model's options
+# ----------------------------------------------------------------------------- each model's own options
 
 def add_awd_arguments(p: argparse.ArgumentParser) -> None:
-    profile_option(p, "size profile")
-    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--vocab-size", type=int, default=None, help="words kept, specials included")
     p.add_argument("--batch-size", type=int, default=None)
@@ -81,73 +93,53 @@ def add_awd_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--emb-size", type=int, default=None, help="override the profile's embedding size")
     p.add_argument("--hidden-size", type=int, default=None, help="override the profile's LSTM size")
     p.add_argument("--valid-words", type=int, default=None, help="cap the validation words (default: the whole split)")
-    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests)")
-    add_corpus_arguments(p, subword=False)
-    add_run_arguments(p, "awd-lstm")
 
 
 def add_elmo_arguments(p: argparse.ArgumentParser) -> None:
-    profile_option(p, "size profile")
-    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
     p.add_argument("--valid-words", type=int, default=None, help="validation words (default: per profile; 0 = all)")
     p.add_argument("--epochs", type=int, default=None)
-    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests)")
-    add_corpus_arguments(p, subword=False)
-    add_run_arguments(p, "elmo")
 
 
 def add_gpt_arguments(p: argparse.ArgumentParser) -> None:
-    profile_option(p, "size profile")
-    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps of the schedule (default: per profile)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then cosine to 0)")
-    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (timing, tests; the run then counts as finished)")
     p.add_argument("--sentence-window", type=int, default=None, metavar="T",
                    help="train on windows of T tokens that each begin at a sentence start, as a fine-tuned input "
                         "does, with as many more windows a step as keeps its tokens (default: windows of the "
                         "model's context at any offset; default out: ...-sent<T>.pt)")
-    add_budget_argument(p)
-    add_corpus_arguments(p, subword=True)
-    add_run_arguments(p, "gpt")
 
 
 def add_bert_arguments(p: argparse.ArgumentParser) -> None:
-    """BERT's own options (its recipe: recipes/bert.py), then those every pretrainer shares."""
+    """BERT's own options (its recipe: recipes/bert.py)."""
     from minilib.models.bert import OBJECTIVES
 
-    profile_option(p, "size profile")
     p.add_argument("--objective", choices=OBJECTIVES, default="mlm+nsp",
                    help="mlm+nsp (BERT), mlm (no NSP) or ltr (the left-to-right twin): paper Table 5")
-    p.add_argument("--words", type=int, default=None, help="train words from the corpus (default: per profile; 0 = all)")
     p.add_argument("--steps", type=int, default=None,
                    help="optimizer steps of the schedule (default: GPT's compute at this profile)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then linear to 0)")
-    p.add_argument("--max-steps", type=int, default=None,
-                   help="stop after this many steps (timing, tests; the run then counts as finished)")
     p.add_argument("--mask-prob", type=float, default=None,
                    help="share of tokens the masked LM predicts (default: §3.1's 0.15; give --out a name of its own)")
     p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
                    help="another encoder shape, e.g. 2x128 (heads of 64); it reads GPT's compute in tokens "
                         "(default: the profile's, checkpoints/bert-<profile>.pt; else bert-<profile>-2x128.pt)")
-    add_budget_argument(p)
-    add_corpus_arguments(p, subword=True)
-    add_run_arguments(p, "bert")
 
 
 PRETRAINERS: dict[str, Pretrainer] = {
     "awd-lstm": Pretrainer("AWD-LSTM language model (Merity et al. 2017), ULMFiT's stage (a)",
                            add_awd_arguments, "awd_lstm_command"),
     "elmo": Pretrainer("ELMo's char-CNN biLM (Peters et al. 2018)", add_elmo_arguments, "pretrain_elmo_command"),
-    "gpt": Pretrainer("GPT-1's Transformer decoder (Radford et al. 2018)", add_gpt_arguments, "pretrain_gpt_command"),
+    "gpt": Pretrainer("GPT-1's Transformer decoder (Radford et al. 2018)", add_gpt_arguments, "pretrain_gpt_command",
+                      subword=True),
     "bert": Pretrainer("BERT's Transformer encoder (Devlin et al. 2018): masked LM + next sentence prediction",
-                       add_bert_arguments, "pretrain_bert_command"),
+                       add_bert_arguments, "pretrain_bert_command", subword=True),
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = subcommands(parser, dest="model", metavar="MODEL", required=True)
     for name, p in PRETRAINERS.items():
-        sub.add_parser(name, options=p.add_arguments, help=p.help, description=p.help)
+        sub.add_parser(name, options=partial(p.add_arguments, name=name), help=p.help, description=p.help)
 
 
 def run(args: argparse.Namespace) -> int:
