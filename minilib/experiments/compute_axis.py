@@ -98,11 +98,11 @@ class Claim:
 
 
 CLAIMS = (
-    Claim("gpt_vs_scratch", "gpt", ("gpt-scratch",), ("trec", "rt", "pos"),
+    Claim("gpt_vs_scratch", "gpt", ("gpt-scratch",), ("trec", "rt", "pos", "sms"),
           "GPT-1 §5.2 and Table 5: without pretraining, -14.8 on average"),
     Claim("mlm_vs_ltr", "bert-mlm", ("bert-ltr",), ("pos",),
           "BERT §5.1, Table 5 and Appendix C.1 (Fig. 5): the masked LM beats left-to-right"),
-    Claim("pretrained_vs_static", "gpt", ("glove-lr", "sgns-lr"), ("rt",),
+    Claim("pretrained_vs_static", "gpt", ("glove-lr", "sgns-lr"), ("rt", "sms"),
           "GPT-1 Table 2-3 and BERT Table 1 against models built on static vectors"),
 )
 
