@@ -214,3 +214,32 @@ def test_bench_outside_the_repository_is_one_line(tmp_path):
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": ""})   # the repository not on the path
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().count("\n") == 0 and "repository's root" in done.stderr, done.stderr
+
+
+def test_an_experiment_has_a_profile_option_exactly_when_it_reads_one():
+    """--profile is added by @experiment(..., profile=...): an experiment whose module reads args.profile must
+    offer it, and one that sizes by $MINILIB_PROFILE alone must not offer an option it would ignore."""
+    import importlib
+    import inspect
+
+    from minilib.cli.experiment import EXPERIMENTS, options_parser
+
+    for name, spec in EXPERIMENTS.items():
+        reads = "args.profile" in inspect.getsource(importlib.import_module(spec.module))
+        offers = any("--profile" in a.option_strings for a in options_parser(name)._actions)
+        assert reads == offers, f"{name}: reads args.profile {reads}, offers --profile {offers}"
+
+
+def test_every_pretrainer_shares_the_run_options():
+    """Pretrainer.add_arguments gives every model the same size, stop, corpus and run options."""
+    import argparse
+
+    from minilib.cli.pretrain import PRETRAINERS
+
+    shared = {"--profile", "--words", "--max-steps", "--corpus", "--threads", "--seed", "--out", "--no-resume"}
+    for name, pretrainer in PRETRAINERS.items():
+        p = argparse.ArgumentParser()
+        pretrainer.add_arguments(p, name)
+        options = {o for a in p._actions for o in a.option_strings}
+        assert shared <= options, (name, shared - options)
+        assert ("--budget" in options) == ("--tokenizer" in options) == pretrainer.subword, name
