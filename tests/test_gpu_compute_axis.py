@@ -75,7 +75,8 @@ def test_every_fixed_comparison_of_the_axis_finds_its_checkpoint_on_the_device()
 def test_one_worker_per_runs_and_task():
     config = compute_axis.ComputeAxisConfig()
     assert gpu_compute_axis.workers(config) == [("gpt_vs_scratch", "trec"), ("gpt_vs_scratch", "rt"),
-                                                ("gpt_vs_scratch", "pos"), ("mlm_vs_ltr", "pos")]
+                                                ("gpt_vs_scratch", "pos"), ("gpt_vs_scratch", "sms"),
+                                                ("mlm_vs_ltr", "pos")]
     args = gpu_compute_axis.pretrain_args(compute_axis.RUNS["bert-ltr"], "laptop", 2)
     assert args == ["pretrain", "bert", "--profile", "laptop", "--objective", "ltr", "--budget", "8", "--threads", "2"]
 

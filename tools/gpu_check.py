@@ -56,11 +56,11 @@ from minilib.train.callbacks import Callback  # noqa: E402  (after the path abov
 
 PACK_DIR = ROOT / ".gpu-check"
 # The processed corpora the sections read: the pretraining text, the tasks they fine-tune on (trec, pos = Brown
-# tagged) and rt (the leak guard reads its test items). Never the raw downloads: `cached()` takes a processed
-# file whose stamp (the pinned sha256 of its sources) matches without opening them.
+# tagged, and sms on the compute axis) and rt (the leak guard reads its test items). Never the raw downloads:
+# `cached()` takes a processed file whose stamp (the pinned sha256 of its sources) matches without opening them.
 PACK_FILES = ("pretrain-brown-v2.pkl", "pretrain-news-v2.pkl", "pretrain-sotu-v2.pkl", "pretrain-moby-v2.pkl",
               "pretrain-wiki-v2.pkl", "pretrain-mixed-v2.pkl", "trec-v1.pkl", "rt-rows-v1.pkl", "rt-splits-v1.pkl",
-              "brown-tagged-v2.pkl")
+              "sms-rows-v1.pkl", "sms-splits-v1.pkl", "brown-tagged-v2.pkl")
 
 LESSONS = ("00-the-map", "01-static-word-vectors", "02-language-models", "03-elmo", "04-ulmfit",
            "05-transformer", "06-gpt", "07-bert", "08-the-flywheel")
