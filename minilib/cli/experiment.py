@@ -96,7 +96,8 @@ def _ulmfit_recipe(p: argparse.ArgumentParser) -> None:
 
 
 def _recipe_search(p: argparse.ArgumentParser, name: str, task: str, methods: str, labels: str | None) -> None:
-    """A fine-tuning recipe search's options: its task, the methods it tunes, their candidates, label counts."""
+    """A fine-tuning recipe search's options: its task and the methods it tunes; with `labels` (the default
+    label counts, said in the help) also --candidates and --labels."""
     p.add_argument("--task", default=task, help=f"rt, trec, or a CSV/TSV file with a header row (default: {task})")
     task_options(p)
     p.add_argument("--methods", default=methods, help=f"methods to tune (default: {methods})")
@@ -316,10 +317,12 @@ def _queue(p: argparse.ArgumentParser) -> None:
 # ----------------------------------------------------------------------------- the command
 
 def add_options(p: argparse.ArgumentParser, name: str) -> None:
-    """Experiment `name`'s options, then --fill and --restamp (every experiment's)."""
-    if EXPERIMENTS[name].profile:
-        profile_option(p, EXPERIMENTS[name].profile)
-    EXPERIMENTS[name].options(p)
+    """Experiment `name`'s --profile where it has one, its own options, then --fill and --restamp (every
+    experiment's)."""
+    spec = EXPERIMENTS[name]
+    if spec.profile:
+        profile_option(p, spec.profile)
+    spec.options(p)
     p.add_argument("--fill", action="store_true",
                    help="train every uncached point, however long (without it a command stops before "
                         "training past ~5 min of estimated CPU time, and says how long the rest would take)")

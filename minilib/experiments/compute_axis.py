@@ -607,18 +607,18 @@ def cli_run(args, name: str) -> int:
         change["seeds"] = tuple(range(args.seeds))
     config = replace(SIZES[prof], **change)
     if args.keep_latest:
-        for run_name in RUNS:
-            kept = keep_latest(RUNS[run_name], prof, args.snapshots_root)
+        for run_name, run_ in RUNS.items():
+            kept = keep_latest(run_, prof, args.snapshots_root)
             if kept:
                 meta = json.loads(kept.with_suffix(".json").read_text())
                 print(f"{run_name}: kept step {meta['step']} ({meta['budget_x']:.3g}x, held-out "
                       f"{meta['valid_nats_per_token']:.3f} nats/token) in {kept}")
         return 0
     if args.dry_run:
-        for run_name in RUNS:
-            found = marks(RUNS[run_name], prof, config.budgets, args.snapshots_root)
+        for run_name, run_ in RUNS.items():
+            found = marks(run_, prof, config.budgets, args.snapshots_root)
             print(f"{run_name}: marks {', '.join(budget_name(m.budget) for m in found) or 'none yet'} "
-                  f"(run: {RUNS[run_name].command(prof)})")
+                  f"(run: {run_.command(prof)})")
         points = plan(prof, config, snapshots_root=args.snapshots_root)
         todo = [p for p in points if not p["cached"]]
         untimed = sum(p["estimate_s"] is None for p in todo)
