@@ -480,6 +480,9 @@ def verdict(line: dict[str, Any]) -> str:
         trend = "the paper's direction already holds"
     elif slope <= 0:
         trend = f"no trend toward the paper's direction ({slope * 100:+.1f} points per decade of compute)"
+    elif line["crossover_x"] is not None and line["crossover_x"] <= last["budget_x"]:
+        trend = (f"the effect grows by {slope * 100:.1f} points per decade of compute; the fitted line crossed 0 "
+                 f"at about {line['crossover_x']:.3g}x, but the last effect is within its seed spread")
     elif line["crossover_x"] is not None:
         trend = (f"the gap shrinks by {slope * 100:.1f} points per decade of compute; at this rate it crosses 0 "
                  f"at about {line['crossover_x']:.3g}x our budget")
