@@ -44,6 +44,18 @@ def test_verdict_says_what_the_series_shows():
     assert "crossed 0 at about 1.99x" in behind and "within its seed spread" in behind and "at this rate" not in behind
 
 
+@pytest.mark.parametrize("profile", ["smoke", "laptop"])
+def test_every_mark_is_a_step_the_long_run_snapshots(profile):
+    """Snapshots fall every eval_every steps and at the run's last step; a mark elsewhere would never be found
+    (BERT's 1/8 of the laptop steps is rounded: 64 of them overshoot its 8x end)."""
+    for run in compute_axis.RUNS.values():
+        long = run.config(profile).at_budget(compute_axis.RUN_BUDGET)
+        steps = [compute_axis.mark_step(run, profile, x) for x in compute_axis.BUDGETS]
+        assert steps[-1] == long.steps, run.name
+        assert all(s % long.eval_every == 0 for s in steps[:-1]), (run.name, steps)
+        assert steps == sorted(set(steps)), (run.name, steps)
+
+
 def save_snapshot(path, model):
     buffer = io.BytesIO()
     torch.save(half_state(model, ("head.weight",)), buffer)

@@ -177,16 +177,34 @@ def budget_name(x: float) -> str:
     return f"{x:g}x"
 
 
+def mark_step(run: Run, profile: str, x: float) -> int:
+    """The long run's step at x times the laptop compute: the snapshot nearest x (one every 1/8 of the laptop
+    steps), and at x = RUN_BUDGET the run's last step, its cooled end, where it writes its last snapshot (1/8
+    of the laptop steps is rounded, so 64 of them miss the end by a few steps)."""
+    laptop = run.config(profile)
+    long = laptop.at_budget(RUN_BUDGET)
+    if x >= RUN_BUDGET:
+        return long.steps
+    return min(round(x * laptop.steps / long.eval_every) * long.eval_every, long.steps)
+
+
+def latest_step(run: Run, profile: str, snapshots_root: str | Path | None = None) -> int | None:
+    """The step of the long run's newest snapshot (its training state is saved at the same steps), None before
+    the first."""
+    folder = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
+    steps = [int(f.stem.split("-")[1]) for f in folder.glob("step-*.pt")]
+    return max(steps, default=None)
+
+
 def marks(run: Run, profile: str, budgets: Sequence[float] = BUDGETS,
           snapshots_root: str | Path | None = None) -> list[Mark]:
     """The budget marks whose snapshot the long run has written so far (the others are still to come)."""
     laptop = run.config(profile)
-    every = laptop.at_budget(RUN_BUDGET).eval_every
     block = _block_size(run, profile)
     folder = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
     out = []
     for x in budgets:
-        step = round(x * laptop.steps / every) * every        # the snapshot nearest x (every 1/8 of laptop steps)
+        step = mark_step(run, profile, x)
         path = folder / f"step-{step:06d}.pt"
         if path.is_file():
             out.append(Mark(run.name, x, step, step * laptop.batch_size * block, path))
@@ -268,18 +286,17 @@ def keep_latest(run: Run, profile: str, snapshots_root: str | Path | None = None
     this file (`pretrain ... --budget 8 --warm-start` it) at the step its meta records. None without snapshots."""
     from minilib.models.pretrained import file_sha256, load_half_state, save_pretrained
 
-    folder = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
-    files = sorted(folder.glob("step-*.pt"))
-    if not files:
+    step = latest_step(run, profile, snapshots_root)
+    if step is None:
         return None
-    step = int(files[-1].stem.split("-")[1])
+    newest = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots" / f"step-{step:06d}.pt"
     laptop = run.config(profile)
     model, tok = _model_and_tokenizer(run, profile)
-    load_half_state(model, files[-1])
+    load_half_state(model, newest)
     model.eval()
     out = Path(kept_dir or KEPT_DIR) / f"{run.stem(profile)}-latest.pt"
     save_pretrained(out, model, tok, {
-        "snapshot": files[-1].name, "snapshot_sha256": file_sha256(files[-1]), "run": run.name,
+        "snapshot": newest.name, "snapshot_sha256": file_sha256(newest), "run": run.name,
         "command": run.command(profile), "step": step, "budget_x": step / laptop.steps,
         "tokens": step * laptop.batch_size * _block_size(run, profile),
         "valid_nats_per_token": held_out_loss(run, model, tok, profile)})
