@@ -196,18 +196,21 @@ def latest_step(run: Run, profile: str, snapshots_root: str | Path | None = None
     return max(steps, default=None)
 
 
+def step_tokens(run: Run, profile: str) -> int:
+    """Tokens one step of the long run reads: the laptop batch of block-size windows."""
+    return run.config(profile).batch_size * _block_size(run, profile)
+
+
 def marks(run: Run, profile: str, budgets: Sequence[float] = BUDGETS,
           snapshots_root: str | Path | None = None) -> list[Mark]:
     """The budget marks whose snapshot the long run has written so far (the others are still to come)."""
-    laptop = run.config(profile)
-    block = _block_size(run, profile)
     folder = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
     out = []
     for x in budgets:
         step = mark_step(run, profile, x)
         path = folder / f"step-{step:06d}.pt"
         if path.is_file():
-            out.append(Mark(run.name, x, step, step * laptop.batch_size * block, path))
+            out.append(Mark(run.name, x, step, step * step_tokens(run, profile), path))
     return out
 
 
@@ -298,7 +301,7 @@ def keep_latest(run: Run, profile: str, snapshots_root: str | Path | None = None
     save_pretrained(out, model, tok, {
         "snapshot": newest.name, "snapshot_sha256": file_sha256(newest), "run": run.name,
         "command": run.command(profile), "step": step, "budget_x": step / laptop.steps,
-        "tokens": step * laptop.batch_size * _block_size(run, profile),
+        "tokens": step * step_tokens(run, profile),
         "valid_nats_per_token": held_out_loss(run, model, tok, profile)})
     return out
 

@@ -1,0 +1,71 @@
+"""tools/long_runs.py: the queue that brings the compute axis's long runs to their marks, a few at a time, in
+order, never two processes on one run, and what it refuses in one line."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import long_runs  # noqa: E402
+from long_runs import Item  # noqa: E402
+
+from minilib.experiments import compute_axis  # noqa: E402
+from minilib.runtime import UsageError  # noqa: E402
+
+
+def test_items_name_a_run_and_a_mark():
+    assert long_runs.parse_items(["gpt:4", "bert-ltr:0.125", "bert:8"]) == [
+        Item("gpt", 4.0), Item("bert-ltr", 0.125), Item("bert", 8.0)]
+    for bad in ("gpt", "gpt:3", "gpt:x", "elmo:4", ":4"):
+        with pytest.raises(UsageError):
+            long_runs.parse_items([bad])
+
+
+def plan(pending, running, steps, jobs=2):
+    targets = {item: compute_axis.mark_step(compute_axis.RUNS[item.run], "laptop", item.budget) for item in pending}
+    return long_runs.next_launches(pending, set(running), steps, targets, jobs)
+
+
+def test_queue_order_slots_and_one_process_per_run():
+    g4, l4, b4, g8 = Item("gpt", 4), Item("bert-ltr", 4), Item("bert", 4), Item("gpt", 8)
+    # two slots: the first two items start, in order
+    assert plan([g4, l4, b4, g8], [], {}) == ([g4, l4], [])
+    # gpt has passed its 4x step (16,000): that item is reached, and gpt:8 may start at once
+    assert plan([g4, l4, b4, g8], [], {"gpt": 16_000}) == ([l4, b4], [g4])
+    # a run going (in the queue or outside it) holds a slot and its later items wait for it
+    assert plan([g4, l4, b4, g8], ["gpt"], {"gpt": 16_010}) == ([l4], [g4])
+    assert plan([g8, l4, b4], ["gpt"], {}) == ([l4], [])
+    # one slot, taken: nothing starts
+    assert plan([l4, b4], ["gpt"], {}, jobs=1) == ([], [])
+    # an earlier item of a run waits: the later one never jumps it, even with slots free
+    assert plan([g4, g8], [], {}, jobs=2) == ([g4], [])
+
+
+def test_a_pretrain_command_line_names_its_run():
+    argv = "/x/python -m minilib pretrain bert --objective ltr --profile laptop --budget 8 --threads 1".split() + [""]
+    assert long_runs.run_of(argv) == ("bert", "ltr", "8")
+    assert long_runs.run_of("python -m minilib pretrain bert --budget 8".split()) == ("bert", "mlm+nsp", "8")
+    assert long_runs.run_of("python -m minilib pretrain gpt --profile laptop".split()) == ("gpt", None, None)
+    assert long_runs.run_of("python -m minilib experiment league".split()) is None
+    # each long run's own command reads back as that run
+    for run in compute_axis.RUNS.values():
+        assert long_runs.run_of(run.command("laptop").split()) == (run.kind, run.objective,
+                                                                  str(compute_axis.RUN_BUDGET))
+
+
+def test_cost_is_said_first_and_counts_each_run_once():
+    g4, g8 = Item("gpt", 4), Item("gpt", 8)
+    targets = {g4: 16_000, g8: 32_000}
+    line = long_runs.cost_line([g4, g8], {"gpt": 12_000}, targets, "laptop", 2)
+    tokens = 20_000 * compute_axis.step_tokens(compute_axis.RUNS["gpt"], "laptop")
+    assert f"{tokens / 1e6:,.1f}M tokens" in line and "2 item(s)" in line
+
+
+def test_bad_input_is_one_line_and_exit_2():
+    for args in (["gpt:3"], ["--jobs", "0", "gpt:4"], []):
+        out = subprocess.run([sys.executable, str(ROOT / "tools" / "long_runs.py"), *args],
+                             capture_output=True, text=True, cwd=ROOT)
+        assert out.returncode == 2, (args, out.stderr)
+        assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: "), out.stderr
