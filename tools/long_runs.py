@@ -9,7 +9,7 @@ it starts the run's own command (`pretrain ... --budget 8 --threads 1`, compute_
 snapshot of that mark is written, interrupts it as Ctrl-C would: the run saves its state (a few steps past the
 mark) and the next item of the same run resumes it from there (`--max-steps` would not do: a run it stops is
 saved as finished). Items run in the order given, at most --jobs at once (default 2, one a core: two one-thread
-runs made ~1,500 tokens/s each on the 2-core EPYC, docs/measurements.md); an item waits while an earlier item
+runs made ~1,900 tokens/s each on the 2-core EPYC, docs/measurements.md); an item waits while an earlier item
 of its run is still to come, and one already reached is skipped, so the same command started again in a later
 session picks up where the last stopped; a machine without the runs' training state (.cache/pretrain/) warm-starts
 each from its kept snapshot (`experiment compute-axis --keep-latest`). The 8x item runs to the run's end, which writes checkpoints/<stem>.pt.
@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:       # run as `python3 tools/long_runs.py` from t
 from minilib.experiments import compute_axis  # noqa: E402
 from minilib.runtime import UsageError  # noqa: E402
 
-TOKENS_PER_S = 1_500      # one one-thread run beside another on 2 cores (docs/measurements.md): a rough cost only
+TOKENS_PER_S = 1_900      # one one-thread run beside another on 2 cores (docs/measurements.md): a rough cost only
 POLL_S = 30
 
 
