@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from typing import Callable
 
@@ -66,6 +67,18 @@ def _command_options(name: str, module_name: str, modules: dict):
         modules[name] = module
         module.add_arguments(p)
     return fill
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def save_on_signals() -> None:
+    """Make Ctrl-C, `kill -INT` and `kill` (SIGTERM) end a command as Ctrl-C does in a terminal: a training run
+    saves its state, to resume later. A shell starts a background job with SIGINT ignored, and Python then
+    never raises KeyboardInterrupt, so `python -m minilib` sets both handlers itself."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
 
 
 def main(argv: list[str] | None = None) -> int:
