@@ -13,7 +13,7 @@ from test_pretrain_corpus import prose
 
 @pytest.mark.data            # a corpus run's leak guard reads the RT and TREC test items
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_background_run_saves_its_state_on_a_signal_and_resumes(signum, tmp_path):
     corpus = tmp_path / "book.txt"
     corpus.write_text(prose(200))
