@@ -69,3 +69,21 @@ def test_bad_input_is_one_line_and_exit_2():
                              capture_output=True, text=True, cwd=ROOT)
         assert out.returncode == 2, (args, out.stderr)
         assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: "), out.stderr
+
+
+def test_a_run_that_fails_is_dropped_not_restarted(tmp_path, monkeypatch, capsys):
+    starts = []
+
+    def failing(item, profile):
+        starts.append(item)
+        assert len(starts) < 3, "a failed run was started again"
+        return [sys.executable, "-c", "import sys; sys.exit(3)"]
+
+    monkeypatch.setattr(long_runs, "command", failing)
+    monkeypatch.setattr(long_runs, "LOG_DIR", tmp_path)
+    monkeypatch.setattr(long_runs, "POLL_S", 0.2)
+    monkeypatch.setattr(long_runs, "going_elsewhere", lambda run, root=None: None)
+    monkeypatch.setattr(compute_axis, "latest_step", lambda run, profile, root=None: 0)
+    assert long_runs.run_queue([Item("gpt", 4), Item("gpt", 8)], "laptop", 1) == 1
+    assert starts == [Item("gpt", 4)]                       # started once, its later item dropped with it
+    assert "gpt: failed before its mark" in capsys.readouterr().out

@@ -38,6 +38,7 @@ from minilib.runtime import UsageError  # noqa: E402
 
 TOKENS_PER_S = 1_900      # one one-thread run beside another on 2 cores (docs/measurements.md): a rough cost only
 POLL_S = 30
+LOG_DIR = ROOT / ".cache" / "long-runs"      # each run's output, <stem>.log
 
 
 @dataclass(frozen=True)
@@ -166,13 +167,13 @@ def main(argv=None) -> int:
 
 
 def run_queue(pending: list[Item], profile: str, jobs: int) -> int:
-    """Start, pause and reap the items' runs until every item is reached (0) or the queue is stopped (1)."""
+    """Start, pause and reap the items' runs until every item is reached (0), or the queue is stopped or a run
+    fails, which drops that run's items (1)."""
     targets = {item: compute_axis.mark_step(compute_axis.RUNS[item.run], profile, item.budget) for item in pending}
-    logs = ROOT / ".cache" / "long-runs"
-    logs.mkdir(parents=True, exist_ok=True)
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MINILIB_PROFILE": profile}
     children: dict[str, tuple[Item, subprocess.Popen]] = {}
-    stopping, paused = [], set()
+    stopping, paused, failed = [], set(), []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     say = lambda text: print(f"{time.strftime('%Y-%m-%d %H:%M')} {text}", flush=True)
 
@@ -187,6 +188,12 @@ def run_queue(pending: list[Item], profile: str, jobs: int) -> int:
                 if child.poll() is not None:
                     say(f"{name}: exited ({child.returncode}) at step {now[name]:,}")
                     del children[name]
+                    if child.returncode != 0 and name not in paused:     # it failed: never start it again
+                        failed.append(name)
+                        for left in [i for i in pending if i.run == name]:
+                            pending.remove(left)
+                        say(f"{name}: failed before its mark; its items are dropped "
+                            f"(see {LOG_DIR / (compute_axis.RUNS[name].stem(profile) + '.log')})")
                     paused.discard(name)
                 elif now[name] >= targets[item] and item.budget < compute_axis.RUN_BUDGET and name not in paused:
                     child.send_signal(signal.SIGINT)       # the mark is written: pause here, state saved
@@ -198,7 +205,7 @@ def run_queue(pending: list[Item], profile: str, jobs: int) -> int:
                 pending.remove(item)
             for item in start:
                 run = compute_axis.RUNS[item.run]
-                with open(logs / f"{run.stem(profile)}.log", "ab") as log:
+                with open(LOG_DIR / f"{run.stem(profile)}.log", "ab") as log:
                     child = subprocess.Popen(command(item, profile), cwd=ROOT, env=env, stdout=log,
                                              stderr=subprocess.STDOUT)
                 try:
@@ -216,7 +223,7 @@ def run_queue(pending: list[Item], profile: str, jobs: int) -> int:
         child.send_signal(signal.SIGINT)         # each saves its state on interrupt
     for _, child in children.values():
         child.wait()
-    return 0 if not pending else 1
+    return 0 if not pending and not failed else 1
 
 
 if __name__ == "__main__":
