@@ -82,7 +82,7 @@ def test_a_run_that_fails_is_dropped_not_restarted(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(long_runs, "command", failing)
     monkeypatch.setattr(long_runs, "LOG_DIR", tmp_path)
     monkeypatch.setattr(long_runs, "POLL_S", 0.2)
-    monkeypatch.setattr(long_runs, "going_elsewhere", lambda run, root=None: None)
+    monkeypatch.setattr(long_runs, "runs_going", lambda root=None: {})
     monkeypatch.setattr(compute_axis, "latest_step", lambda run, profile, root=None: 0)
     assert long_runs.run_queue([Item("gpt", 4), Item("gpt", 8)], "laptop", 1) == 1
     assert starts == [Item("gpt", 4)]                       # started once, its later item dropped with it

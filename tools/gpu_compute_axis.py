@@ -143,7 +143,7 @@ def collect(profile: str, logs: Path, copy_to: Path) -> list[Path]:
     weights = []
     for run in compute_axis.RUNS.values():
         final = ROOT / "checkpoints" / f"{run.stem(profile)}.pt"
-        latest = compute_axis.KEPT_DIR / f"{run.stem(profile)}-latest.pt"
+        latest = compute_axis.kept_path(run, profile)
         weights += [f for f in (final if final.is_file() else latest,) if f.is_file()]
     with tarfile.open(copy_to / TARBALL, "w:gz") as tar:
         for rel in ("results/compute-axis", f"results/compute-axis-{profile}.json"):

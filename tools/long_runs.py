@@ -87,7 +87,7 @@ def command(item: Item, profile: str) -> list[str]:
     snapshot (checkpoints/compute-axis/<stem>-latest.pt) where there is one: the run ignores it while its own
     training state is there, and continues from it on a machine that has lost that state."""
     run = compute_axis.RUNS[item.run]
-    kept = compute_axis.KEPT_DIR / f"{run.stem(profile)}-latest.pt"
+    kept = compute_axis.kept_path(run, profile)
     return ([sys.executable] + run.command(profile).split()[1:]
             + (["--warm-start", str(kept)] if kept.is_file() else []))
 
@@ -104,28 +104,35 @@ def run_of(argv: list[str]) -> tuple[str, str | None, str | None] | None:
     return rest[0], objective, option("--budget")
 
 
-def going_elsewhere(run: compute_axis.Run, root: Path = ROOT) -> int | None:
-    """The pid of a process running this long run in `root` (its kind, objective and --budget), else None.
-    Reads Linux's /proc; elsewhere finds nothing."""
-    wanted = (run.kind, run.objective, str(compute_axis.RUN_BUDGET))
+def runs_going(root: Path = ROOT) -> dict[str, int]:
+    """{run name: pid} of the long runs a process is running in `root` (its kind, objective and --budget), from
+    one pass over Linux's /proc; elsewhere none."""
+    wanted = {(run.kind, run.objective, str(compute_axis.RUN_BUDGET)): name for name, run in compute_axis.RUNS.items()}
+    going = {}
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             argv = (proc / "cmdline").read_bytes().decode().split("\0")
             cwd = Path(os.readlink(proc / "cwd"))
         except (OSError, UnicodeDecodeError):
             continue
-        if cwd == root and run_of(argv) == wanted:
-            return int(proc.name)
-    return None
+        name = wanted.get(run_of(argv)) if cwd == root else None
+        if name:
+            going[name] = int(proc.name)
+    return going
+
+
+def log_path(run: compute_axis.Run, profile: str) -> Path:
+    return LOG_DIR / f"{run.stem(profile)}.log"
 
 
 def status(profile: str) -> None:
+    going = runs_going()
     for name, run in compute_axis.RUNS.items():
         step = compute_axis.latest_step(run, profile) or 0
         laptop = run.config(profile).steps
         reached = [compute_axis.budget_name(x) for x in compute_axis.BUDGETS
                    if step >= compute_axis.mark_step(run, profile, x)]
-        pid = going_elsewhere(run)
+        pid = going.get(name)
         print(f"{name}: step {step:,} ({step / laptop:.2f}x the laptop steps); marks reached: "
               f"{', '.join(reached) or 'none'}{f'; running (pid {pid})' if pid else ''}")
 
@@ -193,19 +200,18 @@ def run_queue(pending: list[Item], profile: str, jobs: int) -> int:
                         for left in [i for i in pending if i.run == name]:
                             pending.remove(left)
                         say(f"{name}: failed before its mark; its items are dropped "
-                            f"(see {LOG_DIR / (compute_axis.RUNS[name].stem(profile) + '.log')})")
+                            f"(see {log_path(compute_axis.RUNS[name], profile)})")
                     paused.discard(name)
                 elif now[name] >= targets[item] and item.budget < compute_axis.RUN_BUDGET and name not in paused:
                     child.send_signal(signal.SIGINT)       # the mark is written: pause here, state saved
                     paused.add(name)                       # once: a second Ctrl-C could cut the save short
-            outside = {n for n, r in compute_axis.RUNS.items() if n not in children and going_elsewhere(r)}
+            outside = set(runs_going()) - set(children)
             start, done = next_launches(pending, set(children) | outside, now, targets, jobs)
             for item in done:
                 say(f"{item.run}: reached {compute_axis.budget_name(item.budget)} (step {targets[item]:,})")
                 pending.remove(item)
             for item in start:
-                run = compute_axis.RUNS[item.run]
-                with open(LOG_DIR / f"{run.stem(profile)}.log", "ab") as log:
+                with open(log_path(compute_axis.RUNS[item.run], profile), "ab") as log:
                     child = subprocess.Popen(command(item, profile), cwd=ROOT, env=env, stdout=log,
                                              stderr=subprocess.STDOUT)
                 try:

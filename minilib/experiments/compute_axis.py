@@ -188,11 +188,19 @@ def mark_step(run: Run, profile: str, x: float) -> int:
     return min(round(x * laptop.steps / long.eval_every) * long.eval_every, long.steps)
 
 
+def snapshot_folder(run: Run, profile: str, snapshots_root: str | Path | None = None) -> Path:
+    """Where the long run writes its fp16 snapshots, step-NNNNNN.pt (the pretrainers' HeldOutCurve)."""
+    return Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
+
+
+def snapshot_path(run: Run, profile: str, step: int, snapshots_root: str | Path | None = None) -> Path:
+    return snapshot_folder(run, profile, snapshots_root) / f"step-{step:06d}.pt"
+
+
 def latest_step(run: Run, profile: str, snapshots_root: str | Path | None = None) -> int | None:
     """The step of the long run's newest snapshot (its training state is saved at the same steps), None before
     the first."""
-    folder = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
-    steps = [int(f.stem.split("-")[1]) for f in folder.glob("step-*.pt")]
+    steps = [int(f.stem.split("-")[1]) for f in snapshot_folder(run, profile, snapshots_root).glob("step-*.pt")]
     return max(steps, default=None)
 
 
@@ -204,11 +212,10 @@ def step_tokens(run: Run, profile: str) -> int:
 def marks(run: Run, profile: str, budgets: Sequence[float] = BUDGETS,
           snapshots_root: str | Path | None = None) -> list[Mark]:
     """The budget marks whose snapshot the long run has written so far (the others are still to come)."""
-    folder = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
     out = []
     for x in budgets:
         step = mark_step(run, profile, x)
-        path = folder / f"step-{step:06d}.pt"
+        path = snapshot_path(run, profile, step, snapshots_root)
         if path.is_file():
             out.append(Mark(run.name, x, step, step * step_tokens(run, profile), path))
     return out
@@ -282,6 +289,11 @@ def build_checkpoint(mark: Mark, profile: str, cache_dir: str | Path | None = No
 KEPT_DIR = provenance.REPO_ROOT / "checkpoints" / "compute-axis"
 
 
+def kept_path(run: Run, profile: str, kept_dir: str | Path | None = None) -> Path:
+    """Where keep_latest writes the run's newest snapshot: checkpoints/compute-axis/<stem>-latest.pt."""
+    return Path(kept_dir or KEPT_DIR) / f"{run.stem(profile)}-latest.pt"
+
+
 def keep_latest(run: Run, profile: str, snapshots_root: str | Path | None = None,
                 kept_dir: str | Path | None = None) -> Path | None:
     """The long run's newest snapshot as a checkpoint in checkpoints/compute-axis/<stem>-latest.pt, for git: the
@@ -292,12 +304,12 @@ def keep_latest(run: Run, profile: str, snapshots_root: str | Path | None = None
     step = latest_step(run, profile, snapshots_root)
     if step is None:
         return None
-    newest = Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots" / f"step-{step:06d}.pt"
+    newest = snapshot_path(run, profile, step, snapshots_root)
     laptop = run.config(profile)
     model, tok = _model_and_tokenizer(run, profile)
     load_half_state(model, newest)
     model.eval()
-    out = Path(kept_dir or KEPT_DIR) / f"{run.stem(profile)}-latest.pt"
+    out = kept_path(run, profile, kept_dir)
     save_pretrained(out, model, tok, {
         "snapshot": newest.name, "snapshot_sha256": file_sha256(newest), "run": run.name,
         "command": run.command(profile), "step": step, "budget_x": step / laptop.steps,
