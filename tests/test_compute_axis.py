@@ -100,6 +100,12 @@ def test_marks_become_checkpoints_and_effects_read_back_unchanged(tmp_path, monk
                            checkpoint_dir=tmp_path / "state", warm_start_from=kept)   # the state is gone: warm start
     assert metrics["curve"][0]["step"] == laptop_steps and metrics["steps"] == 2 * laptop_steps
     assert metrics["curve"][0]["valid_nats_per_token"] == pytest.approx(kept_meta["valid_nats_per_token"], abs=1e-4)
+    origin = {"sha256": file_sha256(kept), "step": laptop_steps, "tokens": kept_meta["tokens"]}
+    assert {k: metrics["warm_start"][k] for k in origin} == origin                 # the meta says where it began
+    again = pretrain_gpt(run.config("smoke").at_budget(2), data.pretraining_corpus("train", max_words=20_000),
+                         data.pretraining_corpus("valid"), tmp_path / "warm.pt", tok, progress=False,
+                         checkpoint_dir=tmp_path / "state", warm_start_from=kept)     # resumed: the state keeps it
+    assert again["warm_start"] == metrics["warm_start"]
 
     config = compute_axis.ComputeAxisConfig(labels=20, seeds=(0,), budgets=(1 / 8, 1), claims=("gpt_vs_scratch",))
     out = tmp_path / "compute-axis-smoke.json"

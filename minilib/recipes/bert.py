@@ -30,7 +30,7 @@ from minilib.data.tokenizer import TOKENIZER_SIZES
 from minilib.models.bert import BERT, BERT_SIZES, OBJECTIVES, bert_config
 from minilib.models.gpt import GPT, GPT_SIZES, gpt_config
 from minilib.models.pretrained import half_state, round_to_half, save_pretrained
-from minilib.recipes.gpt import GPTPretrainConfig, HeldOutCurve, at_budget, warm_start
+from minilib.recipes.gpt import GPTPretrainConfig, HeldOutCurve, at_budget, warm_start, warm_start_meta
 from minilib.train import Learner
 from minilib.train.callbacks import StopAfter, TokenClock
 
@@ -295,7 +295,7 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
     learner = Learner(PretrainingLoss(model), train, None, weight_decay=config.weight_decay, clip=config.clip,
                       device=device, progress=progress, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
                       checkpoint_every=config.eval_every if checkpoint_dir else None)
-    warm_start(learner, model, warm_start_from, checkpoint_dir, resume)
+    curve.warm_start = warm_start(learner, model, warm_start_from, checkpoint_dir, resume)   # resuming reloads it
     learner.fit(1, lr=config.lr, schedule=config.schedule, warmup=config.warmup, resume=resume)
     model.cpu()
     fp32 = curve.points[-1]
@@ -308,7 +308,7 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
                "train_stream_tokens": int(len(train_stream.ids)), "tokens_per_s": round(clock.tokens_per_s, 1),
                "seconds": round(time.time() - t0, 1), "params": model.num_params(non_embedding=False),
                "params_non_embedding": model.num_params(),
-               "equal_compute_tokens": equal_compute_tokens(config.profile, config.objective)}
+               "equal_compute_tokens": equal_compute_tokens(config.profile, config.objective), **warm_start_meta(curve)}
     meta = provenance.stamp(seed=config.seed, model="bert", metrics=metrics, **(extra_meta or {}),
                             tokenizer=tokenizer.kind,
                             data={"train": documents_fingerprint(train_docs),

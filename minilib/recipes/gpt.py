@@ -76,19 +76,31 @@ def at_budget(config, budget: float):
                                eval_every=max(1, round(config.steps / 8)))
 
 
-def warm_start(learner: Learner, model: torch.nn.Module, path, checkpoint_dir, resume: bool) -> None:
+WARM_START_KEYS = ("step", "tokens", "valid_nats_per_token", "command", "warm_start")   # what the origin keeps
+
+
+def warm_start(learner: Learner, model: torch.nn.Module, path, checkpoint_dir, resume: bool) -> dict | None:
     """Start `learner` from the weights of the checkpoint at `path` at the step its meta records (a snapshot kept by
-    compute_axis.keep_latest), unless the run's own training state is there to resume exactly."""
-    from minilib.models.pretrained import kind_of, load_pretrained
+    compute_axis.keep_latest), unless the run's own training state is there to resume exactly. Returns the
+    origin the run's meta records as "warm_start" (the file, its sha256, and its step, tokens, held-out loss,
+    command and own warm start, so a chain of warm starts stays traceable), or None when nothing was loaded."""
+    from minilib.models.pretrained import file_sha256, kind_of, load_pretrained
 
     if path is None or (resume and checkpoint_dir is not None and (Path(checkpoint_dir) / "fit-0.pt").exists()):
-        return
+        return None
     pre = load_pretrained(path, kind_of(model))
     if pre.model.cfg != model.cfg or "step" not in pre.meta:
         raise runtime.UsageError(f"--warm-start {path}: not a snapshot of this run (another architecture, "
                                  f"or no step in its meta)")
     model.load_state_dict(pre.model.state_dict())
     learner.start_at(int(pre.meta["step"]))
+    return {"checkpoint": provenance.shown_path(path), "sha256": file_sha256(path),
+            **{k: pre.meta[k] for k in WARM_START_KEYS if k in pre.meta}}
+
+
+def warm_start_meta(curve) -> dict:
+    """{"warm_start": origin} for a warm-started run's metrics (its curve and seconds begin there), else {}."""
+    return {"warm_start": curve.warm_start} if curve.warm_start else {}
 
 
 def document_encodings(tokenizer, docs, batch: int = 256):
@@ -148,6 +160,7 @@ class HeldOutCurve(Callback):
                  snapshot_dir: Path | None, log=print):
         self.model, self.valid_ids, self.every, self.tokens_per_step = model, valid_ids, every, tokens_per_step
         self.snapshot_dir, self.log, self.points = snapshot_dir, log, []
+        self.warm_start: dict | None = None     # where a warm-started run's weights came from (warm_start)
 
     def score(self, learner) -> None:
         model, step = self.model, learner.step
@@ -170,10 +183,10 @@ class HeldOutCurve(Callback):
             self.score(learner)
 
     def state_dict(self) -> dict:
-        return {"points": self.points}
+        return {"points": self.points, "warm_start": self.warm_start}
 
     def load_state_dict(self, state: dict) -> None:
-        self.points = list(state["points"])
+        self.points, self.warm_start = list(state["points"]), state.get("warm_start")
 
 
 def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, tokenizer,
@@ -207,7 +220,7 @@ def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, to
     learner = Learner(NextTokenLoss(model), train, None, weight_decay=config.weight_decay, clip=config.clip, device=device,
                       progress=progress, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
                       checkpoint_every=config.eval_every if checkpoint_dir else None)
-    warm_start(learner, model, warm_start_from, checkpoint_dir, resume)
+    curve.warm_start = warm_start(learner, model, warm_start_from, checkpoint_dir, resume)   # resuming reloads it
     learner.fit(1, lr=config.lr, schedule=config.schedule, warmup=config.warmup, resume=resume)
     model.cpu()
     fp32 = curve.points[-1]["valid_nats_per_token"]
@@ -219,7 +232,7 @@ def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, to
                "curve": curve.points, "steps": learner.step, "train_tokens_seen": learner.step * config.batch_size * T,
                "train_stream_tokens": int(len(train_ids)), "tokens_per_s": round(clock.tokens_per_s, 1),
                "seconds": round(time.time() - t0, 1), "params": model.num_params(non_embedding=False),
-               "params_non_embedding": model.num_params()}
+               "params_non_embedding": model.num_params(), **warm_start_meta(curve)}
     meta = provenance.stamp(seed=config.seed, model="gpt", metrics=metrics, **(extra_meta or {}),
                             tokenizer=tokenizer.kind,
                             data={"train": documents_fingerprint(train_docs), "valid": documents_fingerprint(valid_docs)},
