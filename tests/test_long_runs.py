@@ -16,16 +16,18 @@ from minilib.runtime import UsageError  # noqa: E402
 
 
 def test_items_name_a_run_and_a_mark():
-    assert long_runs.parse_items(["gpt:4", "bert-ltr:0.125", "bert:8"]) == [
-        Item("gpt", 4.0), Item("bert-ltr", 0.125), Item("bert", 8.0)]
+    assert long_runs.parse_items(["gpt:4", "bert-ltr:0.125", "bert:8", "bert:5"]) == [
+        Item("gpt", 4.0), Item("bert-ltr", 0.125), Item("bert", 8.0), Item("bert", 5.0)]
+    assert Item("bert", 5).line == ("bert", 5) and Item("bert", 4).line == ("bert", 8)   # the shipped branch
     for bad in ("gpt", "gpt:3", "gpt:x", "elmo:4", ":4"):
         with pytest.raises(UsageError):
             long_runs.parse_items([bad])
 
 
 def plan(pending, running, steps, jobs=2):
-    targets = {item: compute_axis.mark_step(compute_axis.RUNS[item.run], "laptop", item.budget) for item in pending}
-    return long_runs.next_launches(pending, set(running), steps, targets, jobs)
+    targets = {item: long_runs.target_step(item, "laptop") for item in pending}
+    return long_runs.next_launches(pending, set(running), {(run, 8): step for run, step in steps.items()},
+                                   targets, jobs)
 
 
 def test_queue_order_slots_and_one_process_per_run():
@@ -58,9 +60,24 @@ def test_a_pretrain_command_line_names_its_run():
 def test_cost_is_said_first_and_counts_each_run_once():
     g4, g8 = Item("gpt", 4), Item("gpt", 8)
     targets = {g4: 16_000, g8: 32_000}
-    line = long_runs.cost_line([g4, g8], {"gpt": 12_000}, targets, "laptop", 2)
+    line = long_runs.cost_line([g4, g8], {("gpt", 8): 12_000}, targets, "laptop", 2)
     tokens = 20_000 * compute_axis.step_tokens(compute_axis.RUNS["gpt"], "laptop")
     assert f"{tokens / 1e6:,.1f}M tokens" in line and "2 item(s)" in line
+    # the shipped branch starts at the long run's step (its warm start) and ends at 5x: 20,000 steps for GPT
+    ship = Item("gpt", 5)
+    assert long_runs.target_step(ship, "laptop") == 20_000
+    line = long_runs.cost_line([ship], {("gpt", 5): 17_000}, {ship: 20_000}, "laptop", 2)
+    assert f"{3_000 * compute_axis.step_tokens(compute_axis.RUNS['gpt'], 'laptop') / 1e6:,.1f}M tokens" in line
+
+
+def test_the_shipped_branch_warm_starts_from_the_kept_snapshot(monkeypatch):
+    monkeypatch.setattr(compute_axis, "latest_step", lambda *a, **k: None)   # no run's state here: nothing to keep
+    run = compute_axis.RUNS["bert-ltr"]
+    argv = long_runs.command(Item("bert-ltr", 5), "laptop")
+    assert long_runs.run_of(argv) == ("bert", "ltr", "5")
+    assert argv[argv.index("--warm-start") + 1] == str(compute_axis.kept_path(run, "laptop"))
+    assert long_runs.command(Item("bert-ltr", 8), "laptop")[:-2] == (
+        [sys.executable] + run.command("laptop").split()[1:])
 
 
 def test_bad_input_is_one_line_and_exit_2():
@@ -83,7 +100,8 @@ def test_a_run_that_fails_is_dropped_not_restarted(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(long_runs, "LOG_DIR", tmp_path)
     monkeypatch.setattr(long_runs, "POLL_S", 0.2)
     monkeypatch.setattr(long_runs, "runs_going", lambda root=None: {})
-    monkeypatch.setattr(compute_axis, "latest_step", lambda run, profile, root=None: 0)
+    monkeypatch.setattr(compute_axis, "latest_step", lambda run, profile, root=None, budget=8: 0)
+    monkeypatch.setattr(compute_axis, "kept_step", lambda run, profile: None)
     assert long_runs.run_queue([Item("gpt", 4), Item("gpt", 8)], "laptop", 1) == 1
     assert starts == [Item("gpt", 4)]                       # started once, its later item dropped with it
     assert "gpt: failed before its mark" in capsys.readouterr().out

@@ -4,6 +4,8 @@
         >> .cache/long-runs/queue.log 2>&1 &
     python3 tools/long_runs.py --status          # each run's step and marks; trains nothing
 
+    setsid nohup python3 tools/long_runs.py bert:4 gpt:5 bert-ltr:5 bert-mlm:5 bert:5 ...   # the shipped branches
+
 Each item RUN:X brings one of compute_axis.RUNS (gpt, bert-mlm, bert-ltr, bert) to X times the laptop compute:
 it starts the run's own command (`pretrain ... --budget 8 --threads 1`, compute_axis.Run.command) and, once the
 snapshot of that mark is written, interrupts it as Ctrl-C would: the run saves its state (a few steps past the
@@ -13,6 +15,8 @@ runs made ~1,900 tokens/s each on the 2-core EPYC, docs/measurements.md); an ite
 of its run is still to come, and one already reached is skipped, so the same command started again in a later
 session picks up where the last stopped; a machine without the runs' training state (.cache/pretrain/) warm-starts
 each from its kept snapshot (`experiment compute-axis --keep-latest`). The 8x item runs to the run's end, which writes checkpoints/<stem>.pt.
+X = 5 (compute_axis.SHIP_BUDGET) is the shipped branch: `pretrain ... --budget 5 --warm-start` the run's newest
+snapshot (kept first, so put RUN:4 before it), which cools the long run's weights down to checkpoints/<stem>-5x.pt.
 Each child sits in autogroup nice 19 (a `setsid` process's `renice` does not yield to other work,
 `/proc/<pid>/autogroup` does), so grids and lessons run first. A run already going outside the queue (its
 command, this tree) holds a slot and is never doubled. Ctrl-C or SIGTERM interrupts the children, which save
@@ -44,7 +48,17 @@ LOG_DIR = ROOT / ".cache" / "long-runs"      # each run's output, <stem>.log
 @dataclass(frozen=True)
 class Item:
     run: str          # a name in compute_axis.RUNS
-    budget: float     # x the laptop compute, one of compute_axis.BUDGETS
+    budget: float     # x the laptop compute: one of compute_axis.BUDGETS, or SHIP_BUDGET
+
+    @property
+    def branch(self) -> float:
+        """The run it trains: the long run (RUN_BUDGET), or the shipped cool-down branch (SHIP_BUDGET)."""
+        return compute_axis.SHIP_BUDGET if self.budget == compute_axis.SHIP_BUDGET else compute_axis.RUN_BUDGET
+
+    @property
+    def line(self) -> tuple[str, float]:
+        """(run, branch): whose step says how far this item has come."""
+        return self.run, self.branch
 
 
 def parse_items(texts: list[str]) -> list[Item]:
@@ -58,20 +72,22 @@ def parse_items(texts: list[str]) -> list[Item]:
             budget = float(x)
         except ValueError:
             budget = None
-        if budget not in compute_axis.BUDGETS:
+        if budget not in compute_axis.BUDGETS + (compute_axis.SHIP_BUDGET,):
             raise UsageError(f"{text!r}: X is a mark of the compute axis, one of "
-                             f"{', '.join(f'{b:g}' for b in compute_axis.BUDGETS)}")
+                             f"{', '.join(f'{b:g}' for b in compute_axis.BUDGETS)}, "
+                             f"or {compute_axis.SHIP_BUDGET} (the shipped cool-down)")
         items.append(Item(name, budget))
     return items
 
 
-def next_launches(pending: list[Item], running: set[str], steps: dict[str, int], targets: dict[Item, int],
-                  jobs: int) -> tuple[list[Item], list[Item]]:
-    """(items to start now, items already reached) from `pending` in order: an item starts when fewer than `jobs`
-    runs are going, its run is not going, and no earlier pending item of its run waits."""
+def next_launches(pending: list[Item], running: set[str], steps: dict[tuple[str, float], int],
+                  targets: dict[Item, int], jobs: int) -> tuple[list[Item], list[Item]]:
+    """(items to start now, items already reached) from `pending` in order, `steps` keyed by Item.line: an item
+    starts when fewer than `jobs` runs are going, its run is not going, and no earlier pending item of its run
+    waits."""
     start, done, busy = [], [], set(running)
     for item in pending:
-        if steps.get(item.run, 0) >= targets[item]:
+        if steps.get(item.line, 0) >= targets[item]:
             done.append(item)
             continue
         if item.run in busy:
@@ -85,11 +101,34 @@ def next_launches(pending: list[Item], running: set[str], steps: dict[str, int],
 def command(item: Item, profile: str) -> list[str]:
     """The run's own command (compute_axis.Run.command), with this interpreter, and `--warm-start` from its kept
     snapshot (checkpoints/compute-axis/<stem>-latest.pt) where there is one: the run ignores it while its own
-    training state is there, and continues from it on a machine that has lost that state."""
+    training state is there, and continues from it on a machine that has lost that state. The shipped branch
+    first keeps the long run's newest snapshot here, when this machine has one newer than the kept file."""
     run = compute_axis.RUNS[item.run]
     kept = compute_axis.kept_path(run, profile)
-    return ([sys.executable] + run.command(profile).split()[1:]
+    if item.branch == compute_axis.SHIP_BUDGET and (compute_axis.latest_step(run, profile) or 0) > (
+            compute_axis.kept_step(run, profile) or 0):
+        compute_axis.keep_latest(run, profile)
+    return ([sys.executable] + run.command(profile, item.branch).split()[1:]
             + (["--warm-start", str(kept)] if kept.is_file() else []))
+
+
+def target_step(item: Item, profile: str) -> int:
+    """The step that reaches the item: the long run's mark, or the shipped branch's last step."""
+    run = compute_axis.RUNS[item.run]
+    if item.branch == compute_axis.SHIP_BUDGET:
+        return compute_axis.last_step(run, profile, item.branch)
+    return compute_axis.mark_step(run, profile, item.budget)
+
+
+def steps_now(profile: str) -> dict[tuple[str, float], int]:
+    """{Item.line: step} of every run and branch: its newest snapshot here, else the kept snapshot a run would
+    warm-start from (the shipped branch too, until it has one of its own)."""
+    out = {}
+    for name, run in compute_axis.RUNS.items():
+        kept = compute_axis.kept_step(run, profile) or 0
+        for branch in (compute_axis.RUN_BUDGET, compute_axis.SHIP_BUDGET):
+            out[name, branch] = compute_axis.latest_step(run, profile, budget=branch) or kept
+    return out
 
 
 def run_of(argv: list[str]) -> tuple[str, str | None, str | None] | None:
@@ -107,7 +146,8 @@ def run_of(argv: list[str]) -> tuple[str, str | None, str | None] | None:
 def runs_going(root: Path = ROOT) -> dict[str, int]:
     """{run name: pid} of the long runs a process is running in `root` (its kind, objective and --budget), from
     one pass over Linux's /proc; elsewhere none."""
-    wanted = {(run.kind, run.objective, str(compute_axis.RUN_BUDGET)): name for name, run in compute_axis.RUNS.items()}
+    wanted = {(run.kind, run.objective, f"{branch:g}"): name for name, run in compute_axis.RUNS.items()
+              for branch in (compute_axis.RUN_BUDGET, compute_axis.SHIP_BUDGET)}
     going = {}
     for proc in Path("/proc").glob("[0-9]*"):
         try:
@@ -121,30 +161,35 @@ def runs_going(root: Path = ROOT) -> dict[str, int]:
     return going
 
 
-def log_path(run: compute_axis.Run, profile: str) -> Path:
-    return LOG_DIR / f"{run.stem(profile)}.log"
+def log_path(item: Item, profile: str) -> Path:
+    return LOG_DIR / f"{compute_axis.RUNS[item.run].stem(profile, item.branch)}.log"
 
 
 def status(profile: str) -> None:
-    going = runs_going()
+    going, steps = runs_going(), steps_now(profile)
     for name, run in compute_axis.RUNS.items():
-        step = compute_axis.latest_step(run, profile) or 0
+        step = steps[name, compute_axis.RUN_BUDGET]
         laptop = run.config(profile).steps
         reached = [compute_axis.budget_name(x) for x in compute_axis.BUDGETS
                    if step >= compute_axis.mark_step(run, profile, x)]
+        ship = Item(name, compute_axis.SHIP_BUDGET)
+        shipped = f"{steps[ship.line]:,} of {target_step(ship, profile):,}"
         pid = going.get(name)
         print(f"{name}: step {step:,} ({step / laptop:.2f}x the laptop steps); marks reached: "
-              f"{', '.join(reached) or 'none'}{f'; running (pid {pid})' if pid else ''}")
+              f"{', '.join(reached) or 'none'}; shipped branch ({compute_axis.SHIP_BUDGET}x): step {shipped}"
+              f"{f'; running (pid {pid})' if pid else ''}")
 
 
-def cost_line(pending: list[Item], steps: dict[str, int], targets: dict[Item, int], profile: str, jobs: int) -> str:
-    """What the queue still has to train, in tokens and rough hours at TOKENS_PER_S a run."""
+def cost_line(pending: list[Item], steps: dict[tuple[str, float], int], targets: dict[Item, int], profile: str,
+              jobs: int) -> str:
+    """What the queue still has to train, in tokens and rough hours at TOKENS_PER_S a run; `steps` as
+    next_launches's."""
     at = dict(steps)
     tokens = 0
     for item in pending:
         run = compute_axis.RUNS[item.run]
-        todo = max(0, targets[item] - at.get(item.run, 0))
-        at[item.run] = max(at.get(item.run, 0), targets[item])
+        todo = max(0, targets[item] - at.get(item.line, 0))
+        at[item.line] = max(at.get(item.line, 0), targets[item])
         tokens += todo * compute_axis.step_tokens(run, profile)
     hours = tokens / TOKENS_PER_S / 3600
     return (f"long-runs: {tokens / 1e6:,.1f}M tokens to train in {len(pending)} item(s): about {hours:.0f} CPU-hours, "
@@ -176,7 +221,7 @@ def main(argv=None) -> int:
 def run_queue(pending: list[Item], profile: str, jobs: int) -> int:
     """Start, pause and reap the items' runs until every item is reached (0), or the queue is stopped or a run
     fails, which drops that run's items (1)."""
-    targets = {item: compute_axis.mark_step(compute_axis.RUNS[item.run], profile, item.budget) for item in pending}
+    targets = {item: target_step(item, profile) for item in pending}
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MINILIB_PROFILE": profile}
     children: dict[str, tuple[Item, subprocess.Popen]] = {}
@@ -184,25 +229,21 @@ def run_queue(pending: list[Item], profile: str, jobs: int) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     say = lambda text: print(f"{time.strftime('%Y-%m-%d %H:%M')} {text}", flush=True)
 
-    def steps() -> dict[str, int]:
-        return {n: compute_axis.latest_step(r, profile) or 0 for n, r in compute_axis.RUNS.items()}
-
-    say(cost_line(pending, steps(), targets, profile, jobs))
+    say(cost_line(pending, steps_now(profile), targets, profile, jobs))
     try:
         while (pending or children) and not stopping:
-            now = steps()
+            now = steps_now(profile)
             for name, (item, child) in list(children.items()):
                 if child.poll() is not None:
-                    say(f"{name}: exited ({child.returncode}) at step {now[name]:,}")
+                    say(f"{name}: exited ({child.returncode}) at step {now[item.line]:,}")
                     del children[name]
                     if child.returncode != 0 and name not in paused:     # it failed: never start it again
                         failed.append(name)
                         for left in [i for i in pending if i.run == name]:
                             pending.remove(left)
-                        say(f"{name}: failed before its mark; its items are dropped "
-                            f"(see {log_path(compute_axis.RUNS[name], profile)})")
+                        say(f"{name}: failed before its mark; its items are dropped (see {log_path(item, profile)})")
                     paused.discard(name)
-                elif now[name] >= targets[item] and item.budget < compute_axis.RUN_BUDGET and name not in paused:
+                elif now[item.line] >= targets[item] and item.budget < item.branch and name not in paused:
                     child.send_signal(signal.SIGINT)       # the mark is written: pause here, state saved
                     paused.add(name)                       # once: a second Ctrl-C could cut the save short
             outside = set(runs_going()) - set(children)
@@ -211,7 +252,7 @@ def run_queue(pending: list[Item], profile: str, jobs: int) -> int:
                 say(f"{item.run}: reached {compute_axis.budget_name(item.budget)} (step {targets[item]:,})")
                 pending.remove(item)
             for item in start:
-                with open(log_path(compute_axis.RUNS[item.run], profile), "ab") as log:
+                with open(log_path(item, profile), "ab") as log:
                     child = subprocess.Popen(command(item, profile), cwd=ROOT, env=env, stdout=log,
                                              stderr=subprocess.STDOUT)
                 try:

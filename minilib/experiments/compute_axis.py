@@ -46,6 +46,10 @@ RESULTS_DIR = store.folder("compute-axis")            # the marks' points: resul
 CACHE_DIR = provenance.REPO_ROOT / ".cache" / "compute-axis"
 SNAPSHOTS_ROOT = provenance.REPO_ROOT / ".cache" / "pretrain"
 RUN_BUDGET = 8                                        # the long runs' length, x the laptop steps
+# The shipped checkpoints: a second run of each model, `pretrain ... --budget 5 --warm-start` the long run's
+# newest kept snapshot (at or past 4x, where a 5x run's 20 % cool-down begins), so it cools the long run's stable
+# weights down to a finished model (Hägele et al. 2024 §3: a cool-down branch off a constant-LR run).
+SHIP_BUDGET = 5
 BUDGETS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)           # the marks, x the laptop compute
 
 
@@ -68,14 +72,15 @@ class Run:
 
         return BERTPretrainConfig.for_profile(profile, self.objective)
 
-    def stem(self, profile: str) -> str:
-        """The long run's checkpoint name, as `pretrain ... --budget 8` writes it: gpt-laptop-8x."""
+    def stem(self, profile: str, budget: float = RUN_BUDGET) -> str:
+        """The run's checkpoint name, as `pretrain ... --budget 8` writes it: gpt-laptop-8x (`budget` 5: the
+        shipped branch's, gpt-laptop-5x)."""
         base = "gpt" if self.kind == "gpt" else f"bert-{self.objective}" if self.objective != "mlm+nsp" else "bert"
-        return f"{base}-{profile}-{RUN_BUDGET}x"
+        return f"{base}-{profile}-{budget:g}x"
 
-    def command(self, profile: str) -> str:
+    def command(self, profile: str, budget: float = RUN_BUDGET) -> str:
         objective = "" if self.kind == "gpt" else f" --objective {self.objective}"
-        return f"python -m minilib pretrain {self.kind} --profile {profile}{objective} --budget {RUN_BUDGET} --threads 1"
+        return f"python -m minilib pretrain {self.kind} --profile {profile}{objective} --budget {budget:g} --threads 1"
 
 
 RUNS = {"gpt": Run("gpt", "gpt", "gpt"),
@@ -188,20 +193,28 @@ def mark_step(run: Run, profile: str, x: float) -> int:
     return min(round(x * laptop.steps / long.eval_every) * long.eval_every, long.steps)
 
 
-def snapshot_folder(run: Run, profile: str, snapshots_root: str | Path | None = None) -> Path:
-    """Where the long run writes its fp16 snapshots, step-NNNNNN.pt (the pretrainers' HeldOutCurve)."""
-    return Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile) / "snapshots"
+def snapshot_folder(run: Run, profile: str, snapshots_root: str | Path | None = None,
+                    budget: float = RUN_BUDGET) -> Path:
+    """Where the long run (`budget` 5: the shipped branch) writes its fp16 snapshots, step-NNNNNN.pt (the
+    pretrainers' HeldOutCurve)."""
+    return Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile, budget) / "snapshots"
 
 
 def snapshot_path(run: Run, profile: str, step: int, snapshots_root: str | Path | None = None) -> Path:
     return snapshot_folder(run, profile, snapshots_root) / f"step-{step:06d}.pt"
 
 
-def latest_step(run: Run, profile: str, snapshots_root: str | Path | None = None) -> int | None:
-    """The step of the long run's newest snapshot (its training state is saved at the same steps), None before
-    the first."""
-    steps = [int(f.stem.split("-")[1]) for f in snapshot_folder(run, profile, snapshots_root).glob("step-*.pt")]
-    return max(steps, default=None)
+def latest_step(run: Run, profile: str, snapshots_root: str | Path | None = None,
+                budget: float = RUN_BUDGET) -> int | None:
+    """The step of the long run's (or the shipped branch's) newest snapshot (its training state is saved at the
+    same steps), None before the first."""
+    folder = snapshot_folder(run, profile, snapshots_root, budget)
+    return max((int(f.stem.split("-")[1]) for f in folder.glob("step-*.pt")), default=None)
+
+
+def last_step(run: Run, profile: str, budget: float = RUN_BUDGET) -> int:
+    """The step a run of `budget` x the laptop compute ends at (where it writes checkpoints/<stem>.pt)."""
+    return run.config(profile).at_budget(budget).steps
 
 
 def step_tokens(run: Run, profile: str) -> int:
@@ -292,6 +305,14 @@ KEPT_DIR = provenance.REPO_ROOT / "checkpoints" / "compute-axis"
 def kept_path(run: Run, profile: str, kept_dir: str | Path | None = None) -> Path:
     """Where keep_latest writes the run's newest snapshot: checkpoints/compute-axis/<stem>-latest.pt."""
     return Path(kept_dir or KEPT_DIR) / f"{run.stem(profile)}-latest.pt"
+
+
+def kept_step(run: Run, profile: str, kept_dir: str | Path | None = None) -> int | None:
+    """The step of the run's kept snapshot (its JSON's), None without one."""
+    from minilib.models.pretrained import sidecar
+
+    meta = sidecar(kept_path(run, profile, kept_dir))
+    return json.loads(meta.read_text())["step"] if meta.is_file() else None
 
 
 def keep_latest(run: Run, profile: str, snapshots_root: str | Path | None = None,
