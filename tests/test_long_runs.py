@@ -68,6 +68,10 @@ def test_cost_is_said_first_and_counts_each_run_once():
     assert long_runs.target_step(ship, "laptop") == 20_000
     line = long_runs.cost_line([ship], {("gpt", 5): 17_000}, {ship: 20_000}, "laptop", 2)
     assert f"{3_000 * compute_axis.step_tokens(compute_axis.RUNS['gpt'], 'laptop') / 1e6:,.1f}M tokens" in line
+    g5 = Item("gpt", 5)                                    # after gpt:4 from 12,000: 4,000 steps to 20,000
+    line = long_runs.cost_line([g4, g5], {("gpt", 8): 12_000, ("gpt", 5): 12_000}, {g4: 16_000, g5: 20_000},
+                               "laptop", 2)
+    assert f"{8_000 * compute_axis.step_tokens(compute_axis.RUNS['gpt'], 'laptop') / 1e6:,.1f}M tokens" in line
 
 
 def test_the_shipped_branch_warm_starts_from_the_kept_snapshot(monkeypatch):

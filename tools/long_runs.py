@@ -188,8 +188,11 @@ def cost_line(pending: list[Item], steps: dict[tuple[str, float], int], targets:
     tokens = 0
     for item in pending:
         run = compute_axis.RUNS[item.run]
-        todo = max(0, targets[item] - at.get(item.line, 0))
-        at[item.line] = max(at.get(item.line, 0), targets[item])
+        start = at.get(item.line, 0)
+        if item.branch == compute_axis.SHIP_BUDGET:     # it warm-starts where the long run's earlier items end
+            start = max(start, at.get((item.run, compute_axis.RUN_BUDGET), 0))
+        todo = max(0, targets[item] - start)
+        at[item.line] = max(start, targets[item])
         tokens += todo * compute_axis.step_tokens(run, profile)
     hours = tokens / TOKENS_PER_S / 3600
     return (f"long-runs: {tokens / 1e6:,.1f}M tokens to train in {len(pending)} item(s): about {hours:.0f} CPU-hours, "
