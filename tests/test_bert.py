@@ -482,7 +482,8 @@ SHIPPED_BERT = sorted((Path(__file__).parents[1] / "checkpoints").glob("bert*-la
 @pytest.mark.slow
 def test_shipped_bert_remeasures_its_held_out_loss_at_gpts_compute(path, one_thread):
     """Each shipped encoder: ≤ 30 MB, the objective its name says, GPT laptop's compute (within one step of
-    equal_compute_tokens), and its held-out loss re-measured from the fp16 weights on the same fixed batches."""
+    equal_compute_tokens; a run at a budget, `pretrain bert --budget X`, X times that and named -Xx), and its
+    held-out loss re-measured from the fp16 weights on the same fixed batches."""
     from minilib import data
     from minilib.models.pretrained import load_pretrained
     from minilib.recipes.bert import (BERTPretrainConfig, default_out, equal_compute_tokens, held_out_batches,
@@ -491,12 +492,15 @@ def test_shipped_bert_remeasures_its_held_out_loss_at_gpts_compute(path, one_thr
     model, tok, meta = load_pretrained(path, "bert")
     config = BERTPretrainConfig(**meta["config"])
     assert path.stat().st_size <= 30e6
+    recipe = BERTPretrainConfig.for_profile("laptop", config.objective, shape=config.shape)
+    budget = config.steps / recipe.steps if config.schedule == "wsd" else None      # at_budget's runs
     if config.mask_prob == BERTPretrainConfig.mask_prob:         # another rate is saved under a name of its own
-        assert default_out("laptop", config.objective, config.shape).name == path.name
+        assert default_out("laptop", config.objective, config.shape, budget).name == path.name
     m = meta["metrics"]
     tokens_per_step = config.batch_size * model.cfg.block_size
-    assert abs(m["train_tokens_seen"] - equal_compute_tokens("laptop", config.objective, shape=config.shape)) \
-        <= tokens_per_step
+    assert abs(m["train_tokens_seen"] - (budget or 1) * equal_compute_tokens("laptop", config.objective,
+                                                                             shape=config.shape)) \
+        <= (budget or 1) * tokens_per_step
     valid = held_out_batches(tok, data.pretraining_corpus("valid"), config, model.cfg.block_size)
     scores = held_out_scores(model, valid)
     assert scores["valid_nats_per_token"] == pytest.approx(m["valid_nats_per_token"], rel=1e-5)

@@ -2,6 +2,7 @@
 loadable checkpoint with the snapshot's weights and the same bytes when rebuilt, each claim's effect is
 comparison minus winner at every mark, and the summary reads back by recorded sha256 without being rewritten."""
 import io
+import json
 import re
 import shutil
 
@@ -124,3 +125,16 @@ def test_marks_become_checkpoints_and_effects_read_back_unchanged(tmp_path, monk
     again = compute_axis.run("smoke", config, snapshots_root=tmp_path / "elsewhere", train=False, log=None, **where)
     assert again["claims"] == result["claims"] and again["marks"] == result["marks"]
     assert out.read_bytes() == written and out.stat().st_mtime_ns == stamp   # reading never rewrites
+
+
+def test_shipped_reads_each_side_from_its_json(tmp_path):
+    """The shipped branch beside the recipe's run, each from its JSON; a file not there is None, not an error."""
+    for stem, tokens, nats in (("gpt-laptop", 8_192_000, 4.683), ("gpt-laptop-5x", 40_960_000, 3.9)):
+        (tmp_path / f"{stem}.json").write_text(json.dumps({"metrics": {"train_tokens_seen": tokens,
+                                                                       "valid_nats_per_token": nats}}))
+    rows = {r["run"]: r for r in compute_axis.shipped("laptop", tmp_path)}
+    assert rows["gpt"]["recipe"] == {"checkpoint": "gpt-laptop.pt", "tokens": 8_192_000, "valid_nats_per_token": 4.683}
+    assert rows["gpt"]["shipped"]["checkpoint"] == "gpt-laptop-5x.pt" and rows["bert"]["shipped"] is None
+    lines = compute_axis.shipped_lines([rows["gpt"], rows["bert"]])
+    assert lines == ["shipped: run=gpt recipe_tokens=8192000 recipe_nats=4.683 shipped_tokens=40960000 "
+                     "shipped_nats=3.900", "shipped: run=bert recipe=none shipped=none"]

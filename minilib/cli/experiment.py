@@ -276,6 +276,9 @@ def _compute_axis(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-latest", action="store_true",
                    help="write each long run's newest snapshot to checkpoints/compute-axis/<run>-latest.pt (to "
                         "commit: the warm start of a later session whose machine lost the training state)")
+    p.add_argument("--shipped", action="store_true",
+                   help="each run's shipped 5x branch beside the recipe's own run: tokens and held-out loss, read "
+                        "from their JSONs; trains nothing")
 
 
 @experiment("gpt-zero-shot", "gpt_zero_shot",

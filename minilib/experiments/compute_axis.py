@@ -72,11 +72,15 @@ class Run:
 
         return BERTPretrainConfig.for_profile(profile, self.objective)
 
+    @property
+    def base(self) -> str:
+        """The model's checkpoint name before the profile: gpt, bert, bert-mlm, bert-ltr."""
+        return "gpt" if self.kind == "gpt" else f"bert-{self.objective}" if self.objective != "mlm+nsp" else "bert"
+
     def stem(self, profile: str, budget: float = RUN_BUDGET) -> str:
         """The run's checkpoint name, as `pretrain ... --budget 8` writes it: gpt-laptop-8x (`budget` 5: the
         shipped branch's, gpt-laptop-5x)."""
-        base = "gpt" if self.kind == "gpt" else f"bert-{self.objective}" if self.objective != "mlm+nsp" else "bert"
-        return f"{base}-{profile}-{budget:g}x"
+        return f"{self.base}-{profile}-{budget:g}x"
 
     def command(self, profile: str, budget: float = RUN_BUDGET) -> str:
         objective = "" if self.kind == "gpt" else f" --objective {self.objective}"
@@ -336,6 +340,38 @@ def keep_latest(run: Run, profile: str, snapshots_root: str | Path | None = None
         "command": run.command(profile), "step": step, "budget_x": step / laptop.steps,
         "tokens": step * step_tokens(run, profile),
         "valid_nats_per_token": held_out_loss(run, model, tok, profile)})
+    return out
+
+
+def shipped(profile: str, checkpoints: str | Path | None = None) -> list[dict[str, Any]]:
+    """Each run's shipped branch (checkpoints/<base>-<profile>-5x.pt) beside the recipe's own run
+    (<base>-<profile>.pt), read from their JSONs: {"run", "recipe", "shipped"}, each side {"checkpoint", "tokens",
+    "valid_nats_per_token"} (the fp16 weights' held-out loss, as each run measured it) or None where the file is
+    not there."""
+    folder = Path(checkpoints or provenance.REPO_ROOT / "checkpoints")
+
+    def side(stem: str) -> dict[str, Any] | None:
+        path = folder / f"{stem}.json"
+        if not path.is_file():
+            return None
+        m = json.loads(path.read_text())["metrics"]
+        return {"checkpoint": f"{stem}.pt", "tokens": m["train_tokens_seen"],
+                "valid_nats_per_token": m["valid_nats_per_token"]}
+
+    return [{"run": name, "recipe": side(f"{run.base}-{profile}"), "shipped": side(run.stem(profile, SHIP_BUDGET))}
+            for name, run in RUNS.items()]
+
+
+def shipped_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One `shipped: run=… recipe_tokens=… recipe_nats=… shipped_tokens=… shipped_nats=…` line per run."""
+    out = []
+    for r in rows:
+        fields = [f"run={r['run']}"]
+        for side in ("recipe", "shipped"):
+            s = r[side]
+            fields += ([f"{side}_tokens={s['tokens']}", f"{side}_nats={s['valid_nats_per_token']:.3f}"] if s
+                       else [f"{side}=none"])
+        out.append("shipped: " + " ".join(fields))
     return out
 
 
@@ -662,6 +698,10 @@ def cli_run(args, name: str) -> int:
             raise UsageError(f"--seeds {args.seeds}: use 1 or more")
         change["seeds"] = tuple(range(args.seeds))
     config = replace(SIZES[prof], **change)
+    if args.shipped:
+        for line in shipped_lines(shipped(prof)):
+            print(line)
+        return 0
     if args.keep_latest:
         for run_name, run_ in RUNS.items():
             kept = keep_latest(run_, prof, args.snapshots_root)
