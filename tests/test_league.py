@@ -2,6 +2,7 @@
 missing points named with the reason they cannot run, and a dry run that trains nothing."""
 import dataclasses
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -178,6 +179,14 @@ def test_fewest_errors_trains_each_method_on_one_sample_and_names_the_best(revie
     out = capsys.readouterr().out
     assert f"{reviews.name}, 40 labels, seed 0: majority 0.5" in out and "bow-lr 0.000" in out
     assert len(list((tmp_path / "points").rglob("*.json"))) == 2      # cached apart from the shipped grids
+
+
+def test_a_missing_checkpoint_names_the_command_that_makes_it():
+    hint = lambda name: league._make_hint(Path(name))
+    assert hint("gpt-laptop.pt") == "python -m minilib pretrain gpt --profile laptop"
+    assert hint("bert-mlm-laptop.pt") == "python -m minilib pretrain bert --objective mlm --profile laptop"
+    assert hint("bert-laptop-2x128.pt") == "python -m minilib pretrain bert --shape 2x128 --profile laptop"
+    assert hint("bert-ltr-laptop-5x.pt") == "python -m minilib pretrain bert --objective ltr --profile laptop --budget 5"
 
 
 def test_tokens_read_puts_every_method_on_the_compute_axis():

@@ -21,6 +21,7 @@ its kind's line-up, BY_KIND) or Task objects.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -73,12 +74,19 @@ def lineup(task: tasks.Task, methods: Sequence[str] | None = None) -> dict[str, 
 
 
 def _make_hint(path: Path) -> str:
-    """The command that writes a missing checkpoint (bert-mlm-laptop.pt: pretrain bert --objective mlm)."""
-    model, _, profile = path.stem.rpartition("-")
-    extra = ""
+    """The command that writes a missing checkpoint, from its name <model>-<profile>[-<shape>][-<budget>x]:
+    bert-mlm-laptop.pt: pretrain bert --objective mlm; bert-laptop-2x128.pt: --shape 2x128; gpt-laptop-5x.pt:
+    --budget 5."""
+    name = re.fullmatch(r"(?P<model>.+?)-(?P<profile>smoke|laptop|full)(?:-(?P<shape>\d+x\d+))?"
+                        r"(?:-(?P<budget>[\d.]+)x)?", path.stem)
+    if name is None:
+        return "python -m minilib pretrain --help"
+    model, extra = name["model"], ""
     if model.startswith("bert-"):
         model, extra = "bert", f" --objective {model.removeprefix('bert-')}"
-    return f"python -m minilib pretrain {model}{extra} --profile {profile}"
+    extra += f" --shape {name['shape']}" if name["shape"] else ""
+    return f"python -m minilib pretrain {model}{extra} --profile {name['profile']}" + (
+        f" --budget {name['budget']}" if name["budget"] else "")
 
 
 def unavailable(era: str, method: str | None, task: tasks.Task, profile: str) -> str | None:
