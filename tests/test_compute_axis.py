@@ -96,17 +96,24 @@ def test_marks_become_checkpoints_and_effects_read_back_unchanged(tmp_path, monk
     kept = compute_axis.keep_latest(run, "smoke", tmp_path / "pretrain", tmp_path / "kept")
     kept_meta = load_pretrained(kept, "gpt").meta
     assert (kept_meta["step"], kept_meta["budget_x"]) == (laptop_steps, 1)             # the newest snapshot
+    branch = tmp_path / "pretrain" / run.stem("smoke", 2)                             # a 2x branch off the run
     metrics = pretrain_gpt(run.config("smoke").at_budget(2), data.pretraining_corpus("train", max_words=20_000),
                            data.pretraining_corpus("valid"), tmp_path / "warm.pt", tok, progress=False,
-                           checkpoint_dir=tmp_path / "state", warm_start_from=kept)   # the state is gone: warm start
+                           checkpoint_dir=branch, warm_start_from=kept)   # the state is gone: warm start
     assert metrics["curve"][0]["step"] == laptop_steps and metrics["steps"] == 2 * laptop_steps
     assert metrics["curve"][0]["valid_nats_per_token"] == pytest.approx(kept_meta["valid_nats_per_token"], abs=1e-4)
     origin = {"sha256": file_sha256(kept), "step": laptop_steps, "tokens": kept_meta["tokens"]}
     assert {k: metrics["warm_start"][k] for k in origin} == origin                 # the meta says where it began
     again = pretrain_gpt(run.config("smoke").at_budget(2), data.pretraining_corpus("train", max_words=20_000),
                          data.pretraining_corpus("valid"), tmp_path / "warm.pt", tok, progress=False,
-                         checkpoint_dir=tmp_path / "state", warm_start_from=kept)     # resumed: the state keeps it
+                         checkpoint_dir=branch, warm_start_from=kept)     # resumed: the state keeps it
     assert again["warm_start"] == metrics["warm_start"]
+    # the branch's own newest snapshot kept: its command, and the origin its resumable state recorded
+    kept_branch = compute_axis.keep_latest(run, "smoke", tmp_path / "pretrain", tmp_path / "kept", budget=2)
+    branch_meta = load_pretrained(kept_branch, "gpt").meta
+    assert kept_branch.name == f"{run.stem('smoke', 2)}-latest.pt" and branch_meta["step"] == 2 * laptop_steps
+    assert "--budget 2 " in branch_meta["command"] and branch_meta["warm_start"] == metrics["warm_start"]
+    assert compute_axis.kept_step(run, "smoke", tmp_path / "kept", budget=2) == 2 * laptop_steps
 
     config = compute_axis.ComputeAxisConfig(labels=20, seeds=(0,), budgets=(1 / 8, 1), claims=("gpt_vs_scratch",))
     out = tmp_path / "compute-axis-smoke.json"

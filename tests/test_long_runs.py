@@ -74,7 +74,7 @@ def test_cost_is_said_first_and_counts_each_run_once():
     assert f"{8_000 * compute_axis.step_tokens(compute_axis.RUNS['gpt'], 'laptop') / 1e6:,.1f}M tokens" in line
 
 
-def test_the_shipped_branch_warm_starts_from_the_kept_snapshot(monkeypatch):
+def test_the_shipped_branch_warm_starts_from_the_kept_snapshot(monkeypatch, tmp_path):
     monkeypatch.setattr(compute_axis, "latest_step", lambda *a, **k: None)   # no run's state here: nothing to keep
     run = compute_axis.RUNS["bert-ltr"]
     argv = long_runs.command(Item("bert-ltr", 5), "laptop")
@@ -82,6 +82,14 @@ def test_the_shipped_branch_warm_starts_from_the_kept_snapshot(monkeypatch):
     assert argv[argv.index("--warm-start") + 1] == str(compute_axis.kept_path(run, "laptop"))
     assert long_runs.command(Item("bert-ltr", 8), "laptop")[:-2] == (
         [sys.executable] + run.command("laptop").split()[1:])
+    # the branch's own kept snapshot, once it is further on than the long run's
+    monkeypatch.setattr(compute_axis, "KEPT_DIR", tmp_path)
+    for budget in (8, 5):
+        compute_axis.kept_path(run, "laptop", budget=budget).write_bytes(b"")
+    monkeypatch.setattr(compute_axis, "kept_step", lambda run, profile, kept_dir=None, budget=8: 18_000 - budget)
+    argv = long_runs.command(Item("bert-ltr", 5), "laptop")
+    assert argv[argv.index("--warm-start") + 1] == str(tmp_path / "bert-ltr-laptop-5x-latest.pt")
+    assert long_runs.steps_now("laptop")["bert-ltr", 5] == 17_995
 
 
 def test_bad_input_is_one_line_and_exit_2():
@@ -105,7 +113,7 @@ def test_a_run_that_fails_is_dropped_not_restarted(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(long_runs, "POLL_S", 0.2)
     monkeypatch.setattr(long_runs, "runs_going", lambda root=None: {})
     monkeypatch.setattr(compute_axis, "latest_step", lambda run, profile, root=None, budget=8: 0)
-    monkeypatch.setattr(compute_axis, "kept_step", lambda run, profile: None)
+    monkeypatch.setattr(compute_axis, "kept_step", lambda run, profile, kept_dir=None, budget=8: None)
     assert long_runs.run_queue([Item("gpt", 4), Item("gpt", 8)], "laptop", 1) == 1
     assert starts == [Item("gpt", 4)]                       # started once, its later item dropped with it
     assert "gpt: failed before its mark" in capsys.readouterr().out

@@ -102,12 +102,15 @@ def command(item: Item, profile: str) -> list[str]:
     """The run's own command (compute_axis.Run.command), with this interpreter, and `--warm-start` from its kept
     snapshot (checkpoints/compute-axis/<stem>-latest.pt) where there is one: the run ignores it while its own
     training state is there, and continues from it on a machine that has lost that state. The shipped branch
-    first keeps the long run's newest snapshot here, when this machine has one newer than the kept file."""
+    first keeps the long run's newest snapshot here, when this machine has one newer than the kept file, and
+    warm-starts from its own kept snapshot instead where that one is further on."""
     run = compute_axis.RUNS[item.run]
     kept = compute_axis.kept_path(run, profile)
-    if item.branch == compute_axis.SHIP_BUDGET and (compute_axis.latest_step(run, profile) or 0) > (
-            compute_axis.kept_step(run, profile) or 0):
-        compute_axis.keep_latest(run, profile)
+    if item.branch == compute_axis.SHIP_BUDGET:
+        if (compute_axis.latest_step(run, profile) or 0) > (compute_axis.kept_step(run, profile) or 0):
+            compute_axis.keep_latest(run, profile)
+        if (compute_axis.kept_step(run, profile, budget=item.branch) or 0) > (compute_axis.kept_step(run, profile) or 0):
+            kept = compute_axis.kept_path(run, profile, budget=item.branch)
     return ([sys.executable] + run.command(profile, item.branch).split()[1:]
             + (["--warm-start", str(kept)] if kept.is_file() else []))
 
@@ -121,13 +124,14 @@ def target_step(item: Item, profile: str) -> int:
 
 
 def steps_now(profile: str) -> dict[tuple[str, float], int]:
-    """{Item.line: step} of every run and branch: its newest snapshot here, else the kept snapshot a run would
-    warm-start from (the shipped branch too, until it has one of its own)."""
+    """{Item.line: step} of every run and branch: its newest snapshot here, else the kept snapshot it would
+    warm-start from (the shipped branch: its own kept one, or the long run's)."""
     out = {}
     for name, run in compute_axis.RUNS.items():
         kept = compute_axis.kept_step(run, profile) or 0
         for branch in (compute_axis.RUN_BUDGET, compute_axis.SHIP_BUDGET):
-            out[name, branch] = compute_axis.latest_step(run, profile, budget=branch) or kept
+            own = compute_axis.kept_step(run, profile, budget=branch) or 0
+            out[name, branch] = compute_axis.latest_step(run, profile, budget=branch) or max(kept, own)
     return out
 
 

@@ -204,8 +204,9 @@ def snapshot_folder(run: Run, profile: str, snapshots_root: str | Path | None = 
     return Path(snapshots_root or SNAPSHOTS_ROOT) / run.stem(profile, budget) / "snapshots"
 
 
-def snapshot_path(run: Run, profile: str, step: int, snapshots_root: str | Path | None = None) -> Path:
-    return snapshot_folder(run, profile, snapshots_root) / f"step-{step:06d}.pt"
+def snapshot_path(run: Run, profile: str, step: int, snapshots_root: str | Path | None = None,
+                  budget: float = RUN_BUDGET) -> Path:
+    return snapshot_folder(run, profile, snapshots_root, budget) / f"step-{step:06d}.pt"
 
 
 def latest_step(run: Run, profile: str, snapshots_root: str | Path | None = None,
@@ -306,40 +307,47 @@ def build_checkpoint(mark: Mark, profile: str, cache_dir: str | Path | None = No
 KEPT_DIR = provenance.REPO_ROOT / "checkpoints" / "compute-axis"
 
 
-def kept_path(run: Run, profile: str, kept_dir: str | Path | None = None) -> Path:
-    """Where keep_latest writes the run's newest snapshot: checkpoints/compute-axis/<stem>-latest.pt."""
-    return Path(kept_dir or KEPT_DIR) / f"{run.stem(profile)}-latest.pt"
+def kept_path(run: Run, profile: str, kept_dir: str | Path | None = None, budget: float = RUN_BUDGET) -> Path:
+    """Where keep_latest writes the run's (`budget` 5: the shipped branch's) newest snapshot:
+    checkpoints/compute-axis/<stem>-latest.pt."""
+    return Path(kept_dir or KEPT_DIR) / f"{run.stem(profile, budget)}-latest.pt"
 
 
-def kept_step(run: Run, profile: str, kept_dir: str | Path | None = None) -> int | None:
-    """The step of the run's kept snapshot (its JSON's), None without one."""
+def kept_step(run: Run, profile: str, kept_dir: str | Path | None = None, budget: float = RUN_BUDGET) -> int | None:
+    """The step of the run's (or branch's) kept snapshot (its JSON's), None without one."""
     from minilib.models.pretrained import sidecar
 
-    meta = sidecar(kept_path(run, profile, kept_dir))
+    meta = sidecar(kept_path(run, profile, kept_dir, budget))
     return json.loads(meta.read_text())["step"] if meta.is_file() else None
 
 
 def keep_latest(run: Run, profile: str, snapshots_root: str | Path | None = None,
-                kept_dir: str | Path | None = None) -> Path | None:
-    """The long run's newest snapshot as a checkpoint in checkpoints/compute-axis/<stem>-latest.pt, for git: the
-    run's training state lives in .cache and may not outlast the machine, so a later session warm-starts from
-    this file (`pretrain ... --budget 8 --warm-start` it) at the step its meta records. None without snapshots."""
+                kept_dir: str | Path | None = None, budget: float = RUN_BUDGET) -> Path | None:
+    """The long run's (`budget` 5: the shipped branch's) newest snapshot as a checkpoint in
+    checkpoints/compute-axis/<stem>-latest.pt, for git: the run's training state lives in .cache and may not
+    outlast the machine, so a later session warm-starts from this file (`pretrain ... --budget X --warm-start` it)
+    at the step its meta records. A warm-started run's own origin (its resumable state's "warm_start") goes into
+    the meta too, so the chain stays traceable. None without snapshots."""
     from minilib.models.pretrained import file_sha256, load_half_state, save_pretrained
+    from minilib.train import checkpoint
 
-    step = latest_step(run, profile, snapshots_root)
+    step = latest_step(run, profile, snapshots_root, budget)
     if step is None:
         return None
-    newest = snapshot_path(run, profile, step, snapshots_root)
+    newest = snapshot_path(run, profile, step, snapshots_root, budget)
+    state = newest.parents[1] / "fit-0.pt"
+    curves = checkpoint.load(state)["callbacks"] if state.is_file() else {}
+    origin = next((c["warm_start"] for c in curves.values() if c.get("warm_start")), None)
     laptop = run.config(profile)
     model, tok = _model_and_tokenizer(run, profile)
     load_half_state(model, newest)
     model.eval()
-    out = kept_path(run, profile, kept_dir)
+    out = kept_path(run, profile, kept_dir, budget)
     save_pretrained(out, model, tok, {
         "snapshot": newest.name, "snapshot_sha256": file_sha256(newest), "run": run.name,
-        "command": run.command(profile), "step": step, "budget_x": step / laptop.steps,
+        "command": run.command(profile, budget), "step": step, "budget_x": step / laptop.steps,
         "tokens": step * step_tokens(run, profile),
-        "valid_nats_per_token": held_out_loss(run, model, tok, profile)})
+        "valid_nats_per_token": held_out_loss(run, model, tok, profile), **({"warm_start": origin} if origin else {})})
     return out
 
 
@@ -704,11 +712,15 @@ def cli_run(args, name: str) -> int:
         return 0
     if args.keep_latest:
         for run_name, run_ in RUNS.items():
-            kept = keep_latest(run_, prof, args.snapshots_root)
-            if kept:
-                meta = json.loads(kept.with_suffix(".json").read_text())
-                print(f"{run_name}: kept step {meta['step']} ({meta['budget_x']:.3g}x, held-out "
-                      f"{meta['valid_nats_per_token']:.3f} nats/token) in {kept}")
+            for budget in (RUN_BUDGET, SHIP_BUDGET):           # a finished branch is its checkpoint, not kept
+                if budget == SHIP_BUDGET and latest_step(run_, prof, args.snapshots_root, budget) == last_step(
+                        run_, prof, budget):
+                    continue
+                kept = keep_latest(run_, prof, args.snapshots_root, budget=budget)
+                if kept:
+                    meta = json.loads(kept.with_suffix(".json").read_text())
+                    print(f"{run_name}: kept step {meta['step']} ({meta['budget_x']:.3g}x, held-out "
+                          f"{meta['valid_nats_per_token']:.3f} nats/token) in {kept}")
         return 0
     if args.dry_run:
         for run_name, run_ in RUNS.items():
