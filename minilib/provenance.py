@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -183,18 +184,34 @@ def write_if_changed(path: str | os.PathLike, result: dict, content=None) -> dic
     """Write `result` to `path` unless the file already holds the same content; return what the file holds after.
 
     Content is `content(result)`, by default the result without its VOLATILE keys, compared as it reads back from
-    JSON. So reading a cached result, or computing the same numbers again, never rewrites a tracked results file
-    (its stamp keeps the run that made the numbers); new numbers are written, stamped anew (docs/design.md §6)."""
+    JSON, floats to SAME_REL_TOL. So reading a cached result, or computing the same numbers again (a fit whose last
+    bits follow the machine's BLAS), never rewrites a tracked results file (its stamp keeps the run that made the
+    numbers); new numbers are written, stamped anew (docs/design.md §6)."""
     content = content or (lambda r: {k: v for k, v in r.items() if k not in VOLATILE})
     path = Path(path)
     try:
         previous = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         previous = None
-    if isinstance(previous, dict) and content(previous) == content(json.loads(json.dumps(result))):
+    if isinstance(previous, dict) and same_content(content(previous), content(json.loads(json.dumps(result)))):
         return previous
     write_json(path, result)
     return result
+
+
+SAME_REL_TOL = 1e-9      # floats closer than this are one number computed in another order
+
+
+def same_content(a: Any, b: Any) -> bool:
+    """JSON values equal, floats to SAME_REL_TOL: the same numbers, whatever order a machine summed them in."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_content(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_content(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+        return numbers and math.isclose(a, b, rel_tol=SAME_REL_TOL, abs_tol=1e-12)
+    return a == b
 
 
 # ----------------------------------------------------------------------------- what a lesson read

@@ -129,8 +129,13 @@ def test_the_same_content_again_leaves_the_file_as_it_was(tmp_path):
     before = _stat(path)
     again = provenance.write_if_changed(path, {**first, "seconds": 4.0, "provenance": {"time": "now"}})
     assert again == first and _stat(path) == before       # the stamp of the run that made the numbers stays
+    noise = {**first, "value": 1.5 * (1 + 1e-15), "provenance": {"time": "now"}}    # another machine's last bits
+    assert provenance.write_if_changed(path, noise) == first and _stat(path) == before
     new = {**first, "value": 2.5, "provenance": {"time": "now"}}
     assert provenance.write_if_changed(path, new) == new and json.loads(path.read_text()) == new
+    assert not provenance.same_content({"v": [1.0, 2]}, {"v": [1.0 + 1e-6, 2]})
+    assert not provenance.same_content({"v": 1.0}, {"v": "1.0"}) and not provenance.same_content([1.0], [1.0, 2.0])
+    assert provenance.same_content({"v": [0.0, True]}, {"v": [1e-15, True]})
 
 
 def test_saving_the_same_static_vector_scores_again_rewrites_nothing(tmp_path):
