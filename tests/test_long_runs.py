@@ -76,17 +76,19 @@ def test_cost_is_said_first_and_counts_each_run_once():
 
 def test_the_shipped_branch_warm_starts_from_the_kept_snapshot(monkeypatch, tmp_path):
     monkeypatch.setattr(compute_axis, "latest_step", lambda *a, **k: None)   # no run's state here: nothing to keep
+    monkeypatch.setattr(compute_axis, "KEPT_DIR", tmp_path)                   # kept files of this test's own
     run = compute_axis.RUNS["bert-ltr"]
+    compute_axis.kept_path(run, "laptop").write_bytes(b"")
+    kept = {8: 15_776}
+    monkeypatch.setattr(compute_axis, "kept_step", lambda run, profile, kept_dir=None, budget=8: kept.get(budget))
     argv = long_runs.command(Item("bert-ltr", 5), "laptop")
     assert long_runs.run_of(argv) == ("bert", "ltr", "5")
-    assert argv[argv.index("--warm-start") + 1] == str(compute_axis.kept_path(run, "laptop"))
+    assert argv[argv.index("--warm-start") + 1] == str(tmp_path / "bert-ltr-laptop-8x-latest.pt")
     assert long_runs.command(Item("bert-ltr", 8), "laptop")[:-2] == (
         [sys.executable] + run.command("laptop").split()[1:])
     # the branch's own kept snapshot, once it is further on than the long run's
-    monkeypatch.setattr(compute_axis, "KEPT_DIR", tmp_path)
-    for budget in (8, 5):
-        compute_axis.kept_path(run, "laptop", budget=budget).write_bytes(b"")
-    monkeypatch.setattr(compute_axis, "kept_step", lambda run, profile, kept_dir=None, budget=8: 18_000 - budget)
+    compute_axis.kept_path(run, "laptop", budget=5).write_bytes(b"")
+    kept.update({8: 17_992, 5: 17_995})
     argv = long_runs.command(Item("bert-ltr", 5), "laptop")
     assert argv[argv.index("--warm-start") + 1] == str(tmp_path / "bert-ltr-laptop-5x-latest.pt")
     assert long_runs.steps_now("laptop")["bert-ltr", 5] == 17_995
