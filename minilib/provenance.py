@@ -184,9 +184,10 @@ def write_if_changed(path: str | os.PathLike, result: dict, content=None) -> dic
     """Write `result` to `path` unless the file already holds the same content; return what the file holds after.
 
     Content is `content(result)`, by default the result without its VOLATILE keys, compared as it reads back from
-    JSON, floats to SAME_REL_TOL. So reading a cached result, or computing the same numbers again (a fit whose last
-    bits follow the machine's BLAS), never rewrites a tracked results file (its stamp keeps the run that made the
-    numbers); new numbers are written, stamped anew (docs/design.md §6)."""
+    JSON by same_content (floats to SAME_REL_TOL; tools/check_results.py compares noted values with it too). So
+    reading a cached result, or computing the same numbers again (a fit whose last bits follow the machine's BLAS),
+    never rewrites a tracked results file (its stamp keeps the run that made the numbers); new numbers are written,
+    stamped anew (docs/design.md §6)."""
     content = content or (lambda r: {k: v for k, v in r.items() if k not in VOLATILE})
     path = Path(path)
     try:

@@ -17,11 +17,10 @@ The last line is always `check-results: lessons=<n> stale=<k> mismatches=<m>`; t
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
-from minilib.provenance import REPO_ROOT, saved_record as lesson_record, sha256_file
+from minilib.provenance import REPO_ROOT, same_content, saved_record as lesson_record, sha256_file
 
 PROFILE = "laptop"          # the profile the committed outputs must come from (docs/design.md §3)
 SHOWN_FILES = 5             # changed files named per lesson; the rest counted
@@ -54,12 +53,6 @@ def stale_reasons(record: dict | None, root: Path, cache: dict[Path, str | None]
     return reasons
 
 
-def same(a, b) -> bool:
-    """Two noted values agree: numbers to 1e-9 relative (one mean summed in another order), anything else equal."""
-    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) if numbers else a == b
-
-
 def mismatches(records: dict[str, dict | None]) -> list[str]:
     """One line per quantity whose value differs between lessons, naming each lesson and its value."""
     by_name: dict[str, list[tuple[str, object]]] = {}
@@ -68,7 +61,7 @@ def mismatches(records: dict[str, dict | None]) -> list[str]:
             by_name.setdefault(name, []).append((lesson, value))
     lines = []
     for name, values in sorted(by_name.items()):
-        if any(not same(values[0][1], v) for _, v in values[1:]):
+        if any(not same_content(values[0][1], v) for _, v in values[1:]):
             lines.append(f"mismatch {name}: " + "; ".join(f"{lesson} {value!r}" for lesson, value in values))
     return lines
 
