@@ -127,11 +127,37 @@ def test_marks_become_checkpoints_and_effects_read_back_unchanged(tmp_path, monk
     assert re.fullmatch(r"compute-axis: claim=gpt_vs_scratch task=trec budgets=2 max_budget_x=1 effect_first=\S+ "
                         r"effect_last=\S+ slope_per_decade=\S+ crossover_x=\S+", compute_axis.summary_lines(result)[0])
 
+    assert line["shipped"] is None                        # no shipped branch yet
+
+    # the shipped branch (a finished checkpoint in checkpoints/): a point beside the trend, not fitted into it
+    shipped = tmp_path / "checkpoints"
+    shipped.mkdir()
+    shutil.copy(ckpt, shipped / f"{run.stem('smoke', 5)}.pt")
+    (shipped / f"{run.stem('smoke', 5)}.json").write_text(json.dumps({
+        "command": "python -m minilib pretrain gpt --budget 5 --warm-start x.pt",
+        "metrics": {"steps": 5 * laptop_steps, "train_tokens_seen": 1000, "valid_nats_per_token": 5.0}}))
+    monkeypatch.setattr(compute_axis, "CHECKPOINTS", shipped)
+    assert [(p["budget_x"], p["cached"]) for p in compute_axis.plan("smoke", config, **where_plan(tmp_path))][-1] == (5, False)
+    result = compute_axis.run("smoke", config, snapshots_root=tmp_path / "pretrain", log=None, **where)
+    (line,) = result["claims"]
+    assert [p["budget_x"] for p in line["series"]] == [1 / 8, 1]          # the trend reads the long run only
+    ship = grid.cached_point("trec", 20, "gpt", 0, "smoke", results_dir=tmp_path / "results" / "gpt" / "5x",
+                             checkpoint=shipped / f"{run.stem('smoke', 5)}.pt")
+    assert line["shipped"]["budget_x"] == 5 and line["shipped"]["effect"] == pytest.approx(scratch - ship["error"])
+    assert [m for m in result["marks"] if m.get("shipped")][0]["tokens"] == 1000
+    assert re.fullmatch(r"compute-axis-shipped: claim=gpt_vs_scratch task=trec budget_x=5 effect=\S+ effect_std=\S+ "
+                        r"winner_error=\S+ comparison_error=\S+", compute_axis.summary_lines(result)[-1])
+    assert "the shipped model (the 5x branch, cooled)" in compute_axis.verdict(line)
+
     written, stamp = out.read_bytes(), out.stat().st_mtime_ns
     shutil.rmtree(cache)                                   # the checkpoints are gone, as on another machine
     again = compute_axis.run("smoke", config, snapshots_root=tmp_path / "elsewhere", train=False, log=None, **where)
     assert again["claims"] == result["claims"] and again["marks"] == result["marks"]
     assert out.read_bytes() == written and out.stat().st_mtime_ns == stamp   # reading never rewrites
+
+
+def where_plan(tmp_path):
+    return {"results_dir": tmp_path / "results", "snapshots_root": tmp_path / "pretrain", "cache_dir": tmp_path / "cache"}
 
 
 def test_shipped_reads_each_side_from_its_json(tmp_path):

@@ -19,7 +19,10 @@ saved, and the run's method fine-tunes it at 100 labels with 3 seeds through the
 
 and is summarised by its first and last effect, a least-squares slope per decade of compute and, where the
 slope points the paper's way, the compute at which the fitted line crosses 0 (an extrapolation past the last
-mark). The paper's own pretraining compute is marked on the same axis (`PAPER_MARKS`).
+mark). The paper's own pretraining compute is marked on the same axis (`PAPER_MARKS`). Each run's shipped
+branch (checkpoints/<stem>-5x.pt, cooled down from the long run's 4x weights) is one more point on the axis
+(`shipped_mark`, its points in results/compute-axis/<run>/5x/), shown beside the trend, never fitted into it:
+the marks are the long run's uncooled weights, the branch a finished model.
 
     python -m minilib experiment compute-axis --dry-run      # which marks exist, what is cached, the CPU cost
     python -m minilib experiment compute-axis                # results/compute-axis-<profile>.json
@@ -43,6 +46,7 @@ from minilib.runtime import UsageError
 
 RESULT = store.register("compute-axis", "profile", "labels", "seeds", "run_budget")   # the summary's key
 RESULTS_DIR = store.folder("compute-axis")            # the marks' points: results/compute-axis/<run>/<x>x/
+CHECKPOINTS = provenance.REPO_ROOT / "checkpoints"    # the recipe runs' and the shipped branches' checkpoints
 CACHE_DIR = provenance.REPO_ROOT / ".cache" / "compute-axis"
 SNAPSHOTS_ROOT = provenance.REPO_ROOT / ".cache" / "pretrain"
 RUN_BUDGET = 8                                        # the long runs' length, x the laptop steps
@@ -356,7 +360,7 @@ def shipped(profile: str, checkpoints: str | Path | None = None) -> list[dict[st
     (<base>-<profile>.pt), read from their JSONs: {"run", "recipe", "shipped"}, each side {"checkpoint", "tokens",
     "valid_nats_per_token"} (the fp16 weights' held-out loss, as each run measured it) or None where the file is
     not there."""
-    folder = Path(checkpoints or provenance.REPO_ROOT / "checkpoints")
+    folder = Path(checkpoints or CHECKPOINTS)
 
     def side(stem: str) -> dict[str, Any] | None:
         path = folder / f"{stem}.json"
@@ -381,6 +385,22 @@ def shipped_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
                        else [f"{side}=none"])
         out.append("shipped: " + " ".join(fields))
     return out
+
+
+def shipped_mark(run: Run, profile: str, checkpoints: str | Path | None = None) -> tuple[dict[str, Any], Path] | None:
+    """The run's finished shipped branch (checkpoints/<stem>-5x.pt) as a mark row (as run() records the long
+    run's, with "shipped": True) and its checkpoint; None where the branch has not shipped."""
+    from minilib.models.pretrained import file_sha256
+
+    path = Path(checkpoints or CHECKPOINTS) / f"{run.stem(profile, SHIP_BUDGET)}.pt"
+    if not path.is_file():
+        return None
+    meta = json.loads(path.with_suffix(".json").read_text())
+    m = meta["metrics"]
+    return {"run": run.name, "budget_x": SHIP_BUDGET, "step": m["steps"], "tokens": m["train_tokens_seen"],
+            "flops": 6 * _params(run, profile) * m["train_tokens_seen"],
+            "valid_nats_per_token": m["valid_nats_per_token"], "checkpoint_sha256": file_sha256(path),
+            "command": meta["command"], "shipped": True}, path
 
 
 # ----------------------------------------------------------------------------- effects along the axis
@@ -463,6 +483,10 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
     for key, row in known.items():
         if key[0] in {r for c in claims for r in c.runs} and key[1] in config.budgets:
             mark_rows.setdefault(key, row)
+    for name in dict.fromkeys(r for c in claims for r in c.runs):      # the shipped branches: files in git
+        found = shipped_mark(RUNS[name], prof)
+        if found:
+            mark_rows[(name, SHIP_BUDGET)], checkpoints[(name, SHIP_BUDGET)] = found
     lines = []
     for claim in claims:
         for task_name in config.tasks_of(claim):
@@ -476,34 +500,35 @@ def run(profile: str | None = None, config: ComputeAxisConfig | None = None, res
                     if _mean_std(rows):
                         fixed[m] = _mean_std(rows)
             best_fixed = min(fixed, key=lambda m: fixed[m][0]) if fixed else None
-            series = []
-            for x in config.budgets:
-                if (claim.winner, x) not in mark_rows:
-                    continue
+            comparison = next((c for c in claim.comparison if c in RUNS), None)
+
+            def effect_at(x: float) -> dict[str, Any] | None:
+                """The claim's effect at mark x (every side's points there, 3 seeds each), None where one is missing."""
                 sides = {}
-                for side in (claim.winner,) + tuple(c for c in claim.comparison if c in RUNS):
+                for side in (claim.winner,) + ((comparison,) if comparison else ()):
                     key = (side, x)
                     if key not in mark_rows:
-                        break
+                        return None
                     rows = _points(RUNS[side], x, mark_rows[key]["checkpoint_sha256"], task, config, prof,
                                    results_dir, train and key in checkpoints, checkpoints.get(key), log)
                     if len(rows) == len(config.seeds):
                         sides[side] = _mean_std(rows)
-                comparison = next((c for c in claim.comparison if c in RUNS), None)
                 a = sides.get(comparison) if comparison else fixed.get(best_fixed)
                 b = sides.get(claim.winner)
                 if a is None or b is None:
-                    continue
-                series.append({"budget_x": x, "flops": mark_rows[(claim.winner, x)]["flops"],
-                               "winner_error": b[0], "winner_std": b[1],
-                               "comparison": comparison or best_fixed, "comparison_error": a[0],
-                               "comparison_std": a[1], "effect": a[0] - b[0],
-                               "effect_std": math.hypot(a[1], b[1]), "seeds": min(a[2], b[2])})
+                    return None
+                return {"budget_x": x, "flops": mark_rows[(claim.winner, x)]["flops"],
+                        "winner_error": b[0], "winner_std": b[1],
+                        "comparison": comparison or best_fixed, "comparison_error": a[0],
+                        "comparison_std": a[1], "effect": a[0] - b[0],
+                        "effect_std": math.hypot(a[1], b[1]), "seeds": min(a[2], b[2])}
+
+            series = [p for p in map(effect_at, config.budgets) if p is not None]
             trend = fit_trend([p["budget_x"] for p in series], [p["effect"] for p in series])
             lines.append({"claim": claim.name, "task": task.name, "winner": RUNS[claim.winner].method,
                           "source": claim.source, "paper": PAPER_MARKS[claim.name].name,
                           "paper_flops": PAPER_MARKS[claim.name].flops, "paper_source": PAPER_MARKS[claim.name].source,
-                          "series": series, **trend})
+                          "series": series, **trend, "shipped": effect_at(SHIP_BUDGET)})
     result = {"experiment": "compute-axis", "profile": prof, "labels": config.labels, "seeds": list(config.seeds),
               "run_budget": RUN_BUDGET, "laptop_flops": _laptop_flops(prof),
               "marks": sorted(mark_rows.values(), key=lambda m: (m["run"], m["budget_x"])), "claims": lines}
@@ -554,6 +579,12 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
                    f"max_budget_x={fmt(max((p['budget_x'] for p in s), default=None))} "
                    f"effect_first={fmt(s[0]['effect'] if s else None)} effect_last={fmt(s[-1]['effect'] if s else None)} "
                    f"slope_per_decade={fmt(c['slope_per_decade'])} crossover_x={fmt(c['crossover_x'])}")
+    for c in result["claims"]:
+        if c.get("shipped"):
+            p = c["shipped"]
+            out.append(f"compute-axis-shipped: claim={c['claim']} task={c['task']} budget_x={p['budget_x']:g} "
+                       f"effect={p['effect']:.3g} effect_std={p['effect_std']:.3g} "
+                       f"winner_error={p['winner_error']:.3f} comparison_error={p['comparison_error']:.3f}")
     return out
 
 
@@ -572,7 +603,7 @@ def verdict(line: dict[str, Any]) -> str:
     if len(s) < MIN_TREND:
         effects = " → ".join(f"{p['effect'] * 100:+.1f}" for p in s)
         return (f"{line['claim']} on {line['task']}: {now}; {len(s)} budget(s) so far ({effects} points), "
-                f"too few for a trend ({MIN_TREND} needed)")
+                f"too few for a trend ({MIN_TREND} needed){_shipped_clause(line)}")
     if last["effect"] > last["effect_std"]:
         trend = "the paper's direction already holds"
     elif slope <= 0:
@@ -585,7 +616,14 @@ def verdict(line: dict[str, Any]) -> str:
                  f"at about {line['crossover_x']:.3g}x our budget")
     else:
         trend = f"the effect grows by {slope * 100:.1f} points per decade of compute"
-    return f"{line['claim']} on {line['task']}: {now}; {trend}"
+    return f"{line['claim']} on {line['task']}: {now}; {trend}{_shipped_clause(line)}"
+
+
+def _shipped_clause(line: dict[str, Any]) -> str:
+    """'; the shipped model (the 5x branch, cooled): +x points (± y)', or '' where it has not shipped."""
+    p = line.get("shipped")
+    return ("" if not p else f"; the shipped model (the {p['budget_x']:g}x branch, cooled): {p['effect'] * 100:+.1f} "
+                             f"points (± {p['effect_std'] * 100:.1f})")
 
 
 def gap(line: dict[str, Any]) -> str:
@@ -636,6 +674,11 @@ def plot(result: dict[str, Any], claim: str | None = None, ax=None):
             xs = np.logspace(np.log10(flops.min()), np.log10(float(c["paper_flops"])), 50)
             ax.plot(xs, (c["intercept"] + c["slope_per_decade"] * np.log10(xs / per_x)) * 100, ls="--", lw=1,
                     color=f"C{i}", alpha=0.6)
+        if c.get("shipped"):           # the cooled branch: a star beside the trend, not on it
+            p = c["shipped"]
+            ax.errorbar([p["flops"]], [p["effect"] * 100], yerr=[p["effect_std"] * 100], marker="*", ms=12,
+                        capsize=3, ls="none", color=f"C{i}", label=f"… shipped ({p['budget_x']:g}x, cooled)")
+            span += [(p["effect"] - p["effect_std"]) * 100, (p["effect"] + p["effect_std"]) * 100]
         papers[c["paper"]] = c["paper_flops"]
     for name, flops in papers.items():
         ax.axvline(flops, color="0.5", lw=1)
@@ -678,6 +721,14 @@ def plan(profile: str | None = None, config: ComputeAxisConfig | None = None, re
                     out.append({"run": name, "budget_x": mark.budget, "task": t, "seed": seed, "cached": bool(hit),
                                 "estimate_s": None if hit else estimate_seconds(task, run_.method, config.labels,
                                                                                 prof)[0]})
+        found = shipped_mark(run_, prof)
+        for t in task_names if found else ():
+            task = tasks.get(t)
+            for seed in config.seeds:
+                hit = grid.cached_point(task, config.labels, run_.method, seed, prof, checkpoint=found[1],
+                                        results_dir=Path(results_dir or RESULTS_DIR) / name / budget_name(SHIP_BUDGET))
+                out.append({"run": name, "budget_x": SHIP_BUDGET, "task": t, "seed": seed, "cached": bool(hit),
+                            "estimate_s": None if hit else estimate_seconds(task, run_.method, config.labels, prof)[0]})
     return out
 
 
@@ -725,8 +776,10 @@ def cli_run(args, name: str) -> int:
     if args.dry_run:
         for run_name, run_ in RUNS.items():
             found = marks(run_, prof, config.budgets, args.snapshots_root)
+            ship = shipped_mark(run_, prof)
             print(f"{run_name}: marks {', '.join(budget_name(m.budget) for m in found) or 'none yet'} "
-                  f"(run: {run_.command(prof)})")
+                  f"(run: {run_.command(prof)}); shipped branch: "
+                  + (ship[1].name if ship else f"not yet ({run_.command(prof, SHIP_BUDGET)} --warm-start ...)"))
         points = plan(prof, config, snapshots_root=args.snapshots_root)
         todo = [p for p in points if not p["cached"]]
         untimed = sum(p["estimate_s"] is None for p in todo)
