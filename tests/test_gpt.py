@@ -415,3 +415,15 @@ def test_tagging_accuracy_moves_each_batch_to_the_models_device():
     ends = torch.tensor([[0, 2, 4], [1, 3, -1]])     # -1: a word past the context, not scored
     tags = torch.tensor([[1, 1, 0], [1, 2, 1]])
     assert tagging_accuracy(OnAnotherDevice(), [(ids, lengths, ends, tags)]) == 3 / 5
+
+
+def test_the_search_never_drops_the_auxiliary_loss_from_gpts_recipe():
+    """gpt keeps L2 + λ·L1 (§3.2) even where the search prefers λ = 0: that is gpt-no-aux's question on the test
+    split; a method not bound to the auxiliary loss (gpt-scratch) takes whatever wins."""
+    from minilib.experiments import gpt_finetune as gf
+
+    no_aux, aux = "LR 2.5e-4, 10 epochs, no aux LM", "LR 2.5e-4, 10 epochs"
+    rows = [{"method": m, "candidate": c, "error": e} for m in ("gpt", "gpt-scratch")
+            for c, e in ((no_aux, 0.30), (aux, 0.35), ("LR 1e-3", 0.40))]
+    assert gf.choose(rows) == {"gpt": aux, "gpt-scratch": no_aux}
+    assert gf.CANDIDATES[no_aux]["lm_coef"] == 0.0 and "gpt" in gf.KEEPS_AUX_LM

@@ -86,13 +86,18 @@ def method_config(method: str, profile: str) -> BERTFineTuneConfig:
 
 
 def default_checkpoint(method: str, profile: str | None = None, shape: tuple[int, int] | None = None) -> Path:
-    """The method's pretrained checkpoint of `shape` (default: the chapter's SHAPE; bert-scratch: BERT's, for its
+    """The method's pretrained checkpoint of `shape` (default: the chapter's SHAPE, where the model's shipped
+    branch replaces its recipe run once it has moved, recipes/shipped.py; bert-scratch: BERT's recipe run, for its
     tokenizer and shape); smoke fine-tunes the laptop ones."""
+    from minilib.recipes import shipped
     from minilib.recipes.bert import default_out
 
     profile = profile or runtime.profile()
     pretrained = "laptop" if profile == "smoke" else profile
-    return default_out(pretrained, OBJECTIVE[method], shape or SHAPE[pretrained])
+    path = default_out(pretrained, OBJECTIVE[method], shape or SHAPE[pretrained])
+    if (shape or SHAPE[pretrained]) is None and METHODS[method].get("pretrained", True):
+        return shipped.checkpoint(path.stem.removesuffix(f"-{pretrained}"), pretrained)
+    return path
 
 
 def word_pieces(tok, words: list[str]) -> list[list[int]]:

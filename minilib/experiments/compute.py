@@ -17,10 +17,11 @@ from torch import nn
 
 from minilib import provenance, runtime
 from minilib.experiments import store
+from minilib.recipes import shipped
 
 RESULT = store.register("compute", "profile")        # results/compute-<profile>.json: read from the checkpoints
 CHECKPOINTS = provenance.REPO_ROOT / "checkpoints"
-SHIPPED = ("awd-lstm", "elmo", "gpt", "bert")        # checkpoints/<name>-laptop.pt, where it exists
+SHIPPED = ("awd-lstm", "elmo", "gpt", "bert")        # checkpoints/<name>-laptop[-5x].pt (recipes/shipped.py)
 FINE_TUNE_TASKS = ("trec", "rt")
 FINE_TUNE_LABELS = (100, 1000, "all")
 
@@ -86,7 +87,7 @@ def shipped_models(profile: str = "laptop") -> dict[str, dict]:
 
     out = {}
     for name in SHIPPED:
-        path = CHECKPOINTS / f"{name}-{profile}.pt"
+        path = CHECKPOINTS / shipped.checkpoint(name, profile).name      # the recipe run, or its shipped branch
         if not path.is_file():
             continue
         model, vocab, _ = load_pretrained(path)

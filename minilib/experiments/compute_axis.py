@@ -42,18 +42,19 @@ import torch
 
 from minilib import provenance, runtime, tasks
 from minilib.experiments import grid, store
+from minilib.recipes import shipped as shipped_models
 from minilib.runtime import UsageError
 
 RESULT = store.register("compute-axis", "profile", "labels", "seeds", "run_budget")   # the summary's key
 RESULTS_DIR = store.folder("compute-axis")            # the marks' points: results/compute-axis/<run>/<x>x/
-CHECKPOINTS = provenance.REPO_ROOT / "checkpoints"    # the recipe runs' and the shipped branches' checkpoints
+CHECKPOINTS = shipped_models.CHECKPOINTS              # the recipe runs' and the shipped branches' checkpoints
 CACHE_DIR = provenance.REPO_ROOT / ".cache" / "compute-axis"
 SNAPSHOTS_ROOT = provenance.REPO_ROOT / ".cache" / "pretrain"
 RUN_BUDGET = 8                                        # the long runs' length, x the laptop steps
-# The shipped checkpoints: a second run of each model, `pretrain ... --budget 5 --warm-start` the long run's
+# The shipped branches: a second run of each model, `pretrain ... --budget 5 --warm-start` the long run's
 # newest kept snapshot (at or past 4x, where a 5x run's 20 % cool-down begins), so it cools the long run's stable
 # weights down to a finished model (Hägele et al. 2024 §3: a cool-down branch off a constant-LR run).
-SHIP_BUDGET = 5
+SHIP_BUDGET = shipped_models.SHIP_BUDGET
 BUDGETS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8)           # the marks, x the laptop compute
 
 

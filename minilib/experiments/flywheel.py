@@ -62,9 +62,10 @@ class Snapshot:
 
 
 def default_checkpoint(profile: str | None = None) -> Path:
-    from minilib.experiments.gpt_finetune import default_checkpoint as gpt_checkpoint
+    """GPT's recipe run, whose snapshots the flywheel fine-tunes (gpt_finetune.recipe_checkpoint)."""
+    from minilib.experiments.gpt_finetune import recipe_checkpoint
 
-    return gpt_checkpoint(profile)
+    return recipe_checkpoint(profile)
 
 
 def default_snapshot_dir(checkpoint: str | Path) -> Path:

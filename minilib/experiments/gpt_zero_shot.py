@@ -78,9 +78,9 @@ def snapshot_models(final, meta: dict, snapshot_dir: Path):
 def run(profile: str | None = None, checkpoint: str | Path | None = None, snapshot_dir: str | Path | None = None,
         write: bool = True, log=print) -> dict:
     prof = profile or runtime.profile()
-    from minilib.experiments.gpt_finetune import default_checkpoint
+    from minilib.experiments.gpt_finetune import recipe_checkpoint
 
-    checkpoint = Path(checkpoint or default_checkpoint(prof))
+    checkpoint = Path(checkpoint or recipe_checkpoint(prof))
     snapshot_dir = Path(snapshot_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / checkpoint.stem / "snapshots")
     from minilib.models.pretrained import file_sha256, load_pretrained
 

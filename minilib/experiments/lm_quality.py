@@ -31,6 +31,7 @@ import numpy as np
 from minilib import data, provenance, runtime
 from minilib.data.corpora import documents_fingerprint
 from minilib.experiments import store
+from minilib.recipes import shipped
 
 RESULT = store.register("lm-quality", "profile", "checkpoints", "data")   # results/lm-quality-<profile>.json
 VALID_WORDS = {"smoke": 5_000, "laptop": 100_000, "full": 400_000}   # the first words of the valid split
@@ -149,7 +150,7 @@ def compare(profile: str | None = None, awd_path: str | Path | None = None, gpt_
     prof = profile or runtime.profile()
     ckpt = provenance.REPO_ROOT / "checkpoints"
     awd_path = Path(awd_path or ckpt / f"awd-lstm-{prof}.pt")
-    gpt_path = Path(gpt_path or ckpt / f"gpt-{prof}.pt")
+    gpt_path = Path(gpt_path or shipped.checkpoint("gpt", prof))       # the recipe run, or its shipped branch
     docs = data.pretraining_corpus("valid", max_words=valid_words or runtime.pick(VALID_WORDS, prof))
     t0 = time.time()
     awd, gpt = score_awd_lstm(awd_path, docs), score_gpt(gpt_path, docs)
