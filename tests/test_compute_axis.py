@@ -145,6 +145,7 @@ def test_marks_become_checkpoints_and_effects_read_back_unchanged(tmp_path, monk
                              checkpoint=shipped / f"{run.stem('smoke', 5)}.pt")
     assert line["shipped"]["budget_x"] == 5 and line["shipped"]["effect"] == pytest.approx(scratch - ship["error"])
     assert [m for m in result["marks"] if m.get("shipped")][0]["tokens"] == 1000
+    assert [r[1] for r in compute_axis.marks_table(result, ("gpt",))[1]] == ["0.125×", "1×", "5× (shipped branch, cooled)"]
     assert re.fullmatch(r"compute-axis-shipped: claim=gpt_vs_scratch task=trec budget_x=5 effect=\S+ effect_std=\S+ "
                         r"winner_error=\S+ comparison_error=\S+", compute_axis.summary_lines(result)[-1])
     assert "the shipped model (the 5x branch, cooled)" in compute_axis.verdict(line)

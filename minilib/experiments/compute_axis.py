@@ -636,6 +636,15 @@ def gap(line: dict[str, Any]) -> str:
             f"our largest mark ({s[-1]['flops']:.1e}; {line['paper_source']})")
 
 
+def marks_table(result: dict[str, Any] | None, runs: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows): each mark of `runs` in the summary as a lesson shows it, the shipped branch named as such."""
+    header = ["run", "compute (× laptop)", "step", "tokens read", "6·N·D", "held-out nats/token"]
+    rows = [[m["run"], f"{m['budget_x']:g}×" + (" (shipped branch, cooled)" if m.get("shipped") else ""),
+             f"{m['step']:,}", f"{m['tokens']:,}", f"{m['flops']:.2e}", f"{m['valid_nats_per_token']:.3f}"]
+            for m in (result or {}).get("marks", []) if m["run"] in runs]
+    return header, rows
+
+
 def report(result: dict[str, Any] | None, claim: str) -> None:
     """What a lesson prints for one claim: its verdict per task and the scale gap, or that the runs have not
     reached a mark yet (and the command that makes them)."""
@@ -675,12 +684,16 @@ def plot(result: dict[str, Any], claim: str | None = None, ax=None):
             xs = np.logspace(np.log10(flops.min()), np.log10(float(c["paper_flops"])), 50)
             ax.plot(xs, (c["intercept"] + c["slope_per_decade"] * np.log10(xs / per_x)) * 100, ls="--", lw=1,
                     color=f"C{i}", alpha=0.6)
-        if c.get("shipped"):           # the cooled branch: a star beside the trend, not on it
+        if c.get("shipped"):           # the cooled branch: a star in the task's colour, beside the trend
             p = c["shipped"]
             ax.errorbar([p["flops"]], [p["effect"] * 100], yerr=[p["effect_std"] * 100], marker="*", ms=12,
-                        capsize=3, ls="none", color=f"C{i}", label=f"… shipped ({p['budget_x']:g}x, cooled)")
+                        capsize=3, ls="none", color=f"C{i}")
             span += [(p["effect"] - p["effect_std"]) * 100, (p["effect"] + p["effect_std"]) * 100]
         papers[c["paper"]] = c["paper_flops"]
+    ships = {c["shipped"]["budget_x"] for c in lines if c.get("shipped")}
+    if ships:                          # one legend entry for every star
+        ax.plot([], [], marker="*", ms=10, ls="none", color="0.3",
+                label=f"the shipped branch ({', '.join(f'{x:g}x' for x in sorted(ships))}, cooled)")
     for name, flops in papers.items():
         ax.axvline(flops, color="0.5", lw=1)
         ax.annotate(name, (flops, 0.02), xycoords=("data", "axes fraction"), rotation=90, ha="right",
