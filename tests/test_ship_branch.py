@@ -1,0 +1,65 @@
+"""tools/ship_branch.py: the points a model's move to its branch needs are its moving methods' recipe-run points,
+each staged on the branch under the same file name; --copy refuses until all are, then copies them unchanged."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from minilib.experiments import compute_axis, store
+from minilib.models.pretrained import file_sha256
+from minilib.recipes import shipped
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import ship_branch  # noqa: E402
+
+REAL = store.RESULTS / "gpt" / "trec-gpt-n100-s0-laptop.json"     # a real point: its task key and settings
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    (tmp_path / "checkpoints").mkdir()
+    for name, body in (("gpt-laptop.pt", b"recipe"), ("gpt-laptop-5x.pt", b"branch")):
+        (tmp_path / "checkpoints" / name).write_bytes(body)
+    monkeypatch.setattr(shipped, "CHECKPOINTS", tmp_path / "checkpoints")
+    monkeypatch.setattr(store, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(compute_axis, "RESULTS_DIR", tmp_path / "results" / "compute-axis")
+    return tmp_path
+
+
+def point(folder, name, sha, **change):
+    row = {**json.loads(REAL.read_text()), "checkpoint_sha256": sha, **change}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(row))
+    return folder / name
+
+
+@pytest.mark.data
+def test_a_move_waits_for_every_staged_point_then_copies_them(repo, capsys):
+    assert ship_branch.moving_methods("gpt") == ["gpt", "gpt-no-aux", "gpt-tapt"]     # not gpt-scratch
+    recipe, branch = (file_sha256(repo / "checkpoints" / n) for n in ("gpt-laptop.pt", "gpt-laptop-5x.pt"))
+    name = REAL.name
+    grid_point = point(repo / "results" / "gpt", name, recipe)
+    point(repo / "results" / "gpt", "trec-gpt-n100-s1-laptop.json", "another checkpoint's", seed=1)   # not the recipe's
+    (points,) = ship_branch.plan("gpt")
+    assert points["path"] == grid_point and points["staged"] is None
+    ((command, n, _),) = ship_branch.commands("gpt", [points])
+    assert n == 1 and "--task trec --methods gpt --labels 100 --seeds 1 --checkpoint checkpoints/gpt-laptop-5x.pt " \
+                      "--results-dir results/compute-axis/gpt/5x --fill" in command
+    assert ship_branch.main(["gpt", "--copy"]) == 2                                   # nothing staged yet: refused
+    assert "not staged yet" in capsys.readouterr().err and json.loads(grid_point.read_text())["checkpoint_sha256"] == recipe
+
+    staged = point(repo / "results" / "compute-axis" / "gpt" / "5x", name, branch, error=0.123)
+    assert ship_branch.plan("gpt")[0]["staged"]["error"] == 0.123
+    assert ship_branch.main(["gpt", "--copy"]) == 0
+    assert grid_point.read_bytes() == staged.read_bytes()
+    assert "ship-branch: model=gpt points=1 staged=1 missing=0 cpu_s=0" in capsys.readouterr().out
+    assert ship_branch.plan("gpt") == []                           # moved: no recipe-run point is left to stage
+
+
+def test_a_model_without_its_branch_is_one_line(repo, capsys):
+    (repo / "checkpoints" / "gpt-laptop-5x.pt").unlink()
+    assert ship_branch.main(["gpt"]) == 2 and ship_branch.main(["gpt2"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["no checkpoints/gpt-laptop-5x.pt: train the branch first (python tools/long_runs.py gpt:5)",
+                   "'gpt2': name one of gpt, bert-mlm, bert-ltr, bert"]

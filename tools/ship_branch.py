@@ -1,0 +1,122 @@
+"""Move a model's default checkpoint to its shipped 5x branch (recipes/shipped.py), one grid point at a time.
+
+    python tools/ship_branch.py gpt          # the points the move needs, and the commands that run the missing
+    python tools/ship_branch.py gpt --copy   # every point staged: copy them into results/<family>/
+
+The methods that move with a model are those whose checkpoint becomes its branch once shipped.BRANCHES names it
+(gpt: gpt, gpt-no-aux, gpt-tapt; the -scratch controls keep the recipe run). Each of their points in
+results/<family>/ made from the recipe run is run again on the branch first, into results/compute-axis/<run>/5x/
+(the compute axis's folder for the branch, where git keeps them from one session to the next), by
+`experiment queue --checkpoint checkpoints/<stem>-5x.pt --results-dir results/compute-axis/<run>/5x`. A point's
+key holds its checkpoint's sha256, so a staged file is the very point the grid reads once the default has moved;
+--copy puts it there. Then the model goes into shipped.BRANCHES and what reads the default as a whole is run
+again (printed at the end). One line per `experiment queue` command that runs missing points (with their count
+and the seconds the recipe run's took), then
+`ship-branch: model=<m> points=<n> staged=<k> missing=<n-k> cpu_s=<the recipe run's seconds for the missing>`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:       # run as `python3 tools/ship_branch.py` from the repo root
+    sys.path.insert(0, str(ROOT))
+
+from minilib import provenance, tasks  # noqa: E402
+from minilib.experiments import compute_axis, grid, store  # noqa: E402
+from minilib.models.pretrained import file_sha256  # noqa: E402
+from minilib.recipes import shipped  # noqa: E402
+from minilib.runtime import UsageError  # noqa: E402
+
+PROFILE = "laptop"      # the profile whose committed grids the lessons read
+
+
+def moving_methods(model: str, profile: str = PROFILE) -> list[str]:
+    """The grid methods whose checkpoint becomes `model`'s branch once shipped.BRANCHES names it."""
+    store.import_experiments()
+    before = dict(shipped.BRANCHES)
+    try:
+        shipped.BRANCHES[profile] = tuple(shipped.BRANCHES.get(profile, ())) + (model,)
+        branch = shipped.branch(model, profile).resolve()
+        return [name for name, m in grid.METHODS.items()
+                if m.checkpoint and Path(m.checkpoint(profile)).resolve() == branch]
+    finally:
+        shipped.BRANCHES.clear()
+        shipped.BRANCHES.update(before)
+
+
+def staging(model: str) -> Path:
+    """results/compute-axis/<run>/5x/: where the branch's points wait for the move."""
+    return compute_axis.RESULTS_DIR / model / compute_axis.budget_name(shipped.SHIP_BUDGET)
+
+
+def plan(model: str, results: Path | None = None, profile: str = PROFILE) -> list[dict]:
+    """Each recipe-run point of the moving methods: {"path", "row", "staged" (the branch's row or None)}."""
+    recipe, branch = shipped.recipe(model, profile), shipped.branch(model, profile)
+    if not branch.is_file():
+        raise UsageError(f"no {provenance.shown_path(branch)}: train the branch first (python tools/long_runs.py {model}:5)")
+    recipe_sha, out = file_sha256(recipe), []
+    for name in moving_methods(model, profile):
+        m = grid.method(name)
+        folder = (results or store.RESULTS) / m.family
+        for path in sorted(folder.glob(f"*-{name}-n*-s*-{profile}.json")):
+            row = json.loads(path.read_text())
+            if row.get("method") != name or row.get("checkpoint_sha256") != recipe_sha:
+                continue
+            staged = grid.cached_point(tasks.get(row["task"]), row["labels"], name, row["seed"], profile,
+                                       checkpoint=branch, results_dir=staging(model))
+            out.append({"path": path, "row": row, "staged": staged})
+    return out
+
+
+def commands(model: str, points: list[dict], profile: str = PROFILE) -> list[tuple[str, int, float]]:
+    """(`experiment queue` command, points, the recipe run's seconds for them) that fill the missing points:
+    one command per method and label count, every seed the recipe run has."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for p in points:
+        if p["staged"] is None:
+            groups.setdefault((p["row"]["method"], str(p["row"]["labels"])), []).append(p["row"])
+    seeds = 1 + max((p["row"]["seed"] for p in points), default=0)
+    branch, where = (provenance.shown_path(p) for p in (shipped.branch(model, profile), staging(model)))
+    return [(f"MINILIB_PROFILE={profile} python -m minilib experiment queue "
+             f"--task {','.join(dict.fromkeys(r['task'] for r in rows))} --methods {m} --labels {n} --seeds {seeds} "
+             f"--checkpoint {branch} --results-dir {where} --fill", len(rows), sum(r["seconds"] for r in rows))
+            for (m, n), rows in groups.items()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model", help=f"one of {', '.join(compute_axis.RUNS)}")
+    parser.add_argument("--copy", action="store_true", help="copy every staged point into results/<family>/")
+    args = parser.parse_args(argv)
+    try:
+        if args.model not in compute_axis.RUNS:
+            raise UsageError(f"{args.model!r}: name one of {', '.join(compute_axis.RUNS)}")
+        points = plan(args.model)
+        missing = [p for p in points if p["staged"] is None]
+        if args.copy and missing:
+            raise UsageError(f"{len(missing)} of {len(points)} points are not staged yet: run the commands "
+                             f"`python tools/ship_branch.py {args.model}` prints")
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
+    for command, n, seconds in commands(args.model, points):
+        print(f"{command}    # {n} points, {grid.duration(seconds)} on the recipe run")
+    if args.copy:
+        for p in points:           # the staged file as it is: its key and stamp are the point's
+            staged = grid.point_path(grid.method(p["row"]["method"]), tasks.get(p["row"]["task"]),
+                                     p["row"]["n_labels"], p["row"]["seed"], PROFILE, staging(args.model))
+            provenance.atomic_write_bytes(p["path"], staged.read_bytes())
+        print(f"copied {len(points)} points; now add {args.model!r} to recipes/shipped.BRANCHES[{PROFILE!r}], then run "
+              f"again what reads the default whole: `experiment gpt-recipe`/`bert-recipe` (trec, rt), "
+              f"`experiment lm-quality`, `experiment compute`, `make lessons`, `python tools/check_results.py`")
+    print(f"ship-branch: model={args.model} points={len(points)} staged={len(points) - len(missing)} "
+          f"missing={len(missing)} cpu_s={sum(p['row']['seconds'] for p in missing):.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
