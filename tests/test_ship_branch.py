@@ -44,8 +44,9 @@ def test_a_move_waits_for_every_staged_point_then_copies_them(repo, capsys):
     (points,) = ship_branch.plan("gpt")
     assert points["path"] == grid_point and points["staged"] is None
     ((command, n, _),) = ship_branch.commands("gpt", [points])
-    assert n == 1 and "--task trec --methods gpt --labels 100 --seeds 1 --checkpoint checkpoints/gpt-laptop-5x.pt " \
-                      "--results-dir results/compute-axis/gpt/5x --fill" in command
+    assert n == 1 and command == ["-m", "minilib", "experiment", "queue", "--task", "trec", "--methods", "gpt",
+                                  "--labels", "100", "--seeds", "1", "--checkpoint", "checkpoints/gpt-laptop-5x.pt",
+                                  "--results-dir", "results/compute-axis/gpt/5x", "--fill"]
     assert ship_branch.main(["gpt", "--copy"]) == 2                                   # nothing staged yet: refused
     assert "not staged yet" in capsys.readouterr().err and json.loads(grid_point.read_text())["checkpoint_sha256"] == recipe
 
@@ -63,3 +64,25 @@ def test_a_model_without_its_branch_is_one_line(repo, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == ["no checkpoints/gpt-laptop-5x.pt: train the branch first (python tools/long_runs.py gpt:5)",
                    "'gpt2': name one of gpt, bert-mlm, bert-ltr, bert"]
+
+
+@pytest.mark.data
+def test_run_runs_each_command_in_order_and_stops_at_a_failure(repo, monkeypatch, capsys):
+    recipe = file_sha256(repo / "checkpoints" / "gpt-laptop.pt")
+    point(repo / "results" / "gpt", REAL.name, recipe)
+    point(repo / "results" / "gpt", "trec-gpt-n1000-s0-laptop.json", recipe, labels=1000, n_labels=1000)
+    calls = []
+
+    def fake(argv, cwd, env, exit_code=0):
+        calls.append((argv, env["MINILIB_PROFILE"]))
+        return type("Done", (), {"returncode": exit_code})()
+
+    monkeypatch.setattr(ship_branch.subprocess, "run", fake)
+    assert ship_branch.main(["gpt", "--run"]) == 0
+    assert [(argv[:5], argv[argv.index("--labels") + 1], profile) for argv, profile in calls] == [
+        ([sys.executable, "-m", "minilib", "experiment", "queue"], "100", "laptop"),
+        ([sys.executable, "-m", "minilib", "experiment", "queue"], "1000", "laptop")]
+    calls.clear()
+    monkeypatch.setattr(ship_branch.subprocess, "run", lambda argv, cwd, env: fake(argv, cwd, env, exit_code=3))
+    assert ship_branch.main(["gpt", "--run"]) == 3 and len(calls) == 1             # stopped at the first
+    assert "ship-branch: stopped: exit 3" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """Move a model's default checkpoint to its shipped 5x branch (recipes/shipped.py), one grid point at a time.
 
     python tools/ship_branch.py gpt          # the points the move needs, and the commands that run the missing
+    python tools/ship_branch.py gpt --run    # run those commands one after another (resumable: each skips cached points)
     python tools/ship_branch.py gpt --copy   # every point staged: copy them into results/<family>/
 
 The methods that move with a model are those whose checkpoint becomes its branch once shipped.BRANCHES names it
@@ -18,6 +19,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -72,24 +76,25 @@ def plan(model: str, results: Path | None = None, profile: str = PROFILE) -> lis
     return out
 
 
-def commands(model: str, points: list[dict], profile: str = PROFILE) -> list[tuple[str, int, float]]:
-    """(`experiment queue` command, points, the recipe run's seconds for them) that fill the missing points:
-    one command per method and label count, every seed the recipe run has."""
+def commands(model: str, points: list[dict], profile: str = PROFILE) -> list[tuple[list[str], int, float]]:
+    """(the arguments after `python`, points, the recipe run's seconds for them) of each `experiment queue` command
+    that fills the missing points: one per method and label count, every seed the recipe run has."""
     groups: dict[tuple[str, str], list[dict]] = {}
     for p in points:
         if p["staged"] is None:
             groups.setdefault((p["row"]["method"], str(p["row"]["labels"])), []).append(p["row"])
     seeds = 1 + max((p["row"]["seed"] for p in points), default=0)
     branch, where = (provenance.shown_path(p) for p in (shipped.branch(model, profile), staging(model)))
-    return [(f"MINILIB_PROFILE={profile} python -m minilib experiment queue "
-             f"--task {','.join(dict.fromkeys(r['task'] for r in rows))} --methods {m} --labels {n} --seeds {seeds} "
-             f"--checkpoint {branch} --results-dir {where} --fill", len(rows), sum(r["seconds"] for r in rows))
+    return [(["-m", "minilib", "experiment", "queue", "--task", ",".join(dict.fromkeys(r["task"] for r in rows)),
+              "--methods", m, "--labels", n, "--seeds", str(seeds), "--checkpoint", branch, "--results-dir", where,
+              "--fill"], len(rows), sum(r["seconds"] for r in rows))
             for (m, n), rows in groups.items()]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model", help=f"one of {', '.join(compute_axis.RUNS)}")
+    parser.add_argument("--run", action="store_true", help="run the commands for the missing points, in order")
     parser.add_argument("--copy", action="store_true", help="copy every staged point into results/<family>/")
     args = parser.parse_args(argv)
     try:
@@ -104,7 +109,16 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 2
     for command, n, seconds in commands(args.model, points):
-        print(f"{command}    # {n} points, {grid.duration(seconds)} on the recipe run")
+        print(f"MINILIB_PROFILE={PROFILE} python {shlex.join(command)}    # {n} points, "
+              f"{grid.duration(seconds)} on the recipe run", flush=True)
+        if args.run:            # the repo's own command, from the repo root, this interpreter
+            done = subprocess.run([sys.executable, *command], cwd=ROOT, env={**os.environ, "MINILIB_PROFILE": PROFILE})
+            if done.returncode != 0:
+                print(f"ship-branch: stopped: exit {done.returncode} from the command above", file=sys.stderr)
+                return done.returncode
+    if args.run:
+        points = plan(args.model)
+        missing = [p for p in points if p["staged"] is None]
     if args.copy:
         for p in points:           # the staged file as it is: its key and stamp are the point's
             staged = grid.point_path(grid.method(p["row"]["method"]), tasks.get(p["row"]["task"]),
