@@ -104,12 +104,14 @@ def subword_tokenizer(args, kind: str, profile: str, run: CorpusRun | None):
 
 
 def _command_line(args) -> str:
-    """The command that repeats this run, rebuilt from the parsed options (whoever called main)."""
+    """The command that repeats this run, rebuilt from the parsed options (whoever called main); a file option
+    names its file as a result does (provenance.shown_path: checkpoints/x.pt, never a machine's absolute path)."""
     parts = ["python -m minilib pretrain", args.model]
     for key, value in vars(args).items():
         if key in ("command", "model") or value is None or value is False:
             continue
-        parts.append(f"--{key.replace('_', '-')}" + ("" if value is True else f" {value}"))
+        shown = provenance.shown_path(value) if isinstance(value, Path) else value
+        parts.append(f"--{key.replace('_', '-')}" + ("" if value is True else f" {shown}"))
     return " ".join(parts)
 
 

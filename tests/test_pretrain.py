@@ -91,3 +91,16 @@ def test_shipped_checkpoint_remeasures_its_perplexity(path):
     valid_ids = corpus_ids("valid", vocab, meta["eval"]["max_words"])
     ce = evaluate_lm(model, valid_ids, meta["eval"]["batch_size"], meta["eval"]["bptt"])
     assert np.exp(ce) == pytest.approx(meta["valid_perplexity"], rel=1e-4)
+
+
+def test_the_command_a_run_records_names_no_machine_path():
+    """A branch started from another checkout's kept snapshot records it as checkpoints/..., as results do."""
+    from argparse import Namespace
+    from pathlib import Path
+
+    from minilib.pretrain import _command_line
+
+    args = Namespace(model="bert", objective="mlm", budget=5.0, threads=1, out=None, progress=False,
+                     warm_start=Path("/work/runs/checkpoints/compute-axis/bert-mlm-laptop-8x-latest.pt"))
+    assert _command_line(args) == ("python -m minilib pretrain bert --objective mlm --budget 5.0 --threads 1 "
+                                   "--warm-start checkpoints/compute-axis/bert-mlm-laptop-8x-latest.pt")
