@@ -243,3 +243,9 @@ def test_every_pretrainer_shares_the_run_options():
         options = {o for a in p._actions for o in a.option_strings}
         assert shared <= options, (name, shared - options)
         assert ("--budget" in options) == ("--tokenizer" in options) == pretrainer.subword, name
+
+
+def test_a_recipe_search_on_another_checkpoint_needs_its_own_folder(capsys):
+    for name in ("gpt-recipe", "bert-recipe"):
+        fails_with(capsys, "--checkpoint: give --results-dir too", "experiment", name, "--checkpoint", "x.pt")
+    fails_with(capsys, "--candidates no-such: use some of", "experiment", "gpt-recipe", "--candidates", "no-such")

@@ -2,6 +2,7 @@
 each staged on the branch under the same file name; --copy refuses until all are, then copies them unchanged."""
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,8 @@ def repo(tmp_path, monkeypatch):
     return tmp_path
 
 
-def point(folder, name, sha, **change):
-    row = {**json.loads(REAL.read_text()), "checkpoint_sha256": sha, **change}
+def point(folder, name, sha, source=REAL, **change):
+    row = {**json.loads(source.read_text()), "checkpoint_sha256": sha, **change}
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text(json.dumps(row))
     return folder / name
@@ -86,3 +87,35 @@ def test_run_runs_each_command_in_order_and_stops_at_a_failure(repo, monkeypatch
     monkeypatch.setattr(ship_branch.subprocess, "run", lambda argv, cwd, env: fake(argv, cwd, env, exit_code=3))
     assert ship_branch.main(["gpt", "--run"]) == 3 and len(calls) == 1             # stopped at the first
     assert "ship-branch: stopped: exit 3" in capsys.readouterr().err
+
+
+SEARCHED = store.RESULTS / "gpt-recipe" / "lr-2.5e-4-10-epochs" / "trec-valid-gpt-n100-s0-laptop.json"   # a real search point
+
+
+@pytest.mark.data
+def test_the_search_is_staged_first_and_a_changed_choice_stops_the_move(repo, monkeypatch, capsys):
+    recipe, branch = (file_sha256(repo / "checkpoints" / n) for n in ("gpt-laptop.pt", "gpt-laptop-5x.pt"))
+    folder = repo / "results" / "gpt-recipe" / SEARCHED.parent.name
+    searched = point(folder, SEARCHED.name, recipe, SEARCHED)
+    point(repo / "results" / "gpt", REAL.name, recipe)
+    search, grid_point = ship_branch.plan("gpt")
+    assert search["path"] == searched and search["search"] is ship_branch.gpt_finetune and search["staged"] is None
+    assert grid_point["search"] is None
+    first, second = ship_branch.commands("gpt", [search, grid_point])
+    assert first[0][:12] == ["-m", "minilib", "experiment", "gpt-recipe", "--task", "trec", "--methods", "gpt",
+                             "--labels", "100", "--checkpoint", "checkpoints/gpt-laptop-5x.pt"]
+    assert first[0][12:] == ["--results-dir", "results/compute-axis/gpt/5x/gpt-recipe", "--fill"] and first[1] == 1
+    assert second[0][3] == "queue"
+
+    staging = repo / "results" / "compute-axis" / "gpt" / "5x"
+    staged = point(staging / "gpt-recipe" / SEARCHED.parent.name, SEARCHED.name, branch, SEARCHED, error=0.2)
+    point(staging, REAL.name, branch)
+    assert ship_branch.plan("gpt")[0]["staged"]["error"] == 0.2
+    gf = ship_branch.gpt_finetune
+    better = point(staging / "gpt-recipe" / "lr-1e-3", SEARCHED.name, branch, SEARCHED, error=0.1,   # the branch's
+                   config={**asdict(gf.paper_config("gpt", "laptop")), **gf.CANDIDATES["LR 1e-3"]})  # search disagrees
+    assert ship_branch.main(["gpt", "--copy"]) == 2
+    assert "chooses 'LR 1e-3' for gpt, FINE_TUNING says 'LR 2.5e-4, 10 epochs'" in capsys.readouterr().err
+    assert json.loads(searched.read_text())["checkpoint_sha256"] == recipe                  # nothing copied
+    better.unlink()
+    assert ship_branch.main(["gpt", "--copy"]) == 0 and searched.read_bytes() == staged.read_bytes()

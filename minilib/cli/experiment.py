@@ -95,16 +95,22 @@ def _ulmfit_recipe(p: argparse.ArgumentParser) -> None:
     _recipe_search(p, "ulmfit-recipe", "rt", "scratch,ulmfit", labels="the profile's, laptop 500,all")
 
 
-def _recipe_search(p: argparse.ArgumentParser, name: str, task: str, methods: str, labels: str | None) -> None:
-    """A fine-tuning recipe search's options: its task and the methods it tunes; with `labels` (the default
-    label counts, said in the help) also --candidates and --labels."""
+def _recipe_search(p: argparse.ArgumentParser, name: str, task: str, methods: str, labels: str,
+                   checkpoint: str | None = None) -> None:
+    """A fine-tuning recipe search's options: its task, the methods it tunes, --candidates and --labels (the
+    default label counts said in the help); where `checkpoint` names what is pretrained, also --checkpoint and
+    --results-dir (a shipped branch's search is staged apart, tools/ship_branch.py)."""
     p.add_argument("--task", default=task, help=f"rt, trec, or a CSV/TSV file with a header row (default: {task})")
     task_options(p)
     p.add_argument("--methods", default=methods, help=f"methods to tune (default: {methods})")
-    if labels:
-        p.add_argument("--candidates", default=None,
-                       help=f"comma-separated candidate names as folders of results/{name} (default: all)")
-        p.add_argument("--labels", default=None, help=f"comma-separated label counts (default: {labels})")
+    p.add_argument("--candidates", default=None,
+                   help=f"comma-separated candidate names as folders of results/{name} (default: all)")
+    p.add_argument("--labels", default=None, help=f"comma-separated label counts (default: {labels})")
+    if checkpoint:
+        p.add_argument("--checkpoint", type=Path, default=None,
+                       help=f"search with this {checkpoint} instead of each method's own (give --results-dir too)")
+        p.add_argument("--results-dir", type=Path, default=None,
+                       help=f"where its points are cached (default: results/{name})")
 
 
 @experiment("elmo-probes", "elmo_probes",
@@ -159,7 +165,8 @@ def _lm_quality(p: argparse.ArgumentParser) -> None:
 @experiment("gpt-recipe", "gpt_finetune",
             "GPT fine-tuning LRs and epochs for gpt and gpt-scratch, chosen on held-out training labels (chapter 06)")
 def _gpt_recipe(p: argparse.ArgumentParser) -> None:
-    _recipe_search(p, "gpt-recipe", "trec", "gpt-scratch,gpt", labels=None)
+    _recipe_search(p, "gpt-recipe", "trec", "gpt-scratch,gpt", labels="the profile's, laptop 100,1000",
+                   checkpoint="GPT")
 
 
 @experiment("gpt-norm", "gpt_norm",
@@ -176,7 +183,7 @@ def _gpt_norm(p: argparse.ArgumentParser) -> None:
 def _bert_recipe(p: argparse.ArgumentParser) -> None:
     from minilib.experiments.bert_finetune import RECIPE_METHODS
 
-    _recipe_search(p, "bert-recipe", "trec", ",".join(RECIPE_METHODS), labels="the profile's")
+    _recipe_search(p, "bert-recipe", "trec", ",".join(RECIPE_METHODS), labels="the profile's", checkpoint="encoder")
 
 
 @experiment("bert-ablations", "bert_finetune",

@@ -149,27 +149,21 @@ for _name in METHODS:
 # ----------------------------------------------------------------------------- choosing the recipe
 
 def search(task: str, methods=RECIPE_METHODS, seed: int = 0, label_counts=None, cached_only: bool = False,
-           profile: str | None = None, log=print, candidates: dict[str, dict[str, Any]] | None = None
-           ) -> list[dict[str, Any]]:
+           profile: str | None = None, log=print, candidates: dict[str, dict[str, Any]] | None = None, *,
+           checkpoint: str | Path | None = None, results_dir: str | Path | None = None) -> list[dict[str, Any]]:
     """Every (label count, method, candidate) point on `task`'s validation task (grid.search_recipes);
-    `candidates`: some of CANDIDATES (default: all)."""
+    `candidates`: some of CANDIDATES (default: all); `checkpoint`, `results_dir`: another encoder, searched in
+    another folder than SEARCH_FOLDER."""
     prof = profile or runtime.profile()
     return grid.search_recipes(task, methods, candidates or CANDIDATES, lambda m, p: asdict(paper_config(m, p)),
-                               SEARCH_FOLDER, label_counts or SEARCH_LABELS[prof], seed, cached_only, prof, log)
+                               results_dir or SEARCH_FOLDER, label_counts or SEARCH_LABELS[prof], seed, cached_only,
+                               prof, log, checkpoint=checkpoint)
 
 
-def some_candidates(slugs: str) -> dict[str, dict[str, Any]]:
-    """'lr-1e-3-10-epochs-batch-32,...' -> those CANDIDATES, named by grid.slug; an unknown slug is a UsageError."""
-    by_slug = {grid.slug(c): c for c in CANDIDATES}
-    wanted = [x.strip() for x in slugs.split(",") if x.strip()]
-    if unknown := [x for x in wanted if x not in by_slug]:
-        raise runtime.UsageError(f"--candidates {unknown[0]}: use some of {', '.join(by_slug)}")
-    return {by_slug[x]: CANDIDATES[by_slug[x]] for x in wanted}
-
-
-def chosen_recipe(profile: str | None = None) -> dict[str, str]:
-    """grid.best_recipe over the cached search of every task in RECIPE_TASKS (what FINE_TUNING should say)."""
-    return grid.best_recipe([r for t in RECIPE_TASKS for r in search(t, cached_only=True, profile=profile)])
+def chosen_recipe(profile: str | None = None, **where) -> dict[str, str]:
+    """grid.best_recipe over the cached search of every task in RECIPE_TASKS (what FINE_TUNING should say);
+    `where`: search()'s checkpoint and results_dir."""
+    return grid.best_recipe([r for t in RECIPE_TASKS for r in search(t, cached_only=True, profile=profile, **where)])
 
 
 # ----------------------------------------------------------------------------- the ablations (Table 5)
@@ -214,7 +208,8 @@ def cli_run(args, name: str) -> int:
         task = tasks.from_args(args)
         rows = search(task, [m.strip() for m in args.methods.split(",")],
                       label_counts=grid.parse_labels(args.labels) if args.labels else None,
-                      candidates=some_candidates(args.candidates) if args.candidates else None)
+                      candidates=grid.some_candidates(CANDIDATES, args.candidates) if args.candidates else None,
+                      **grid.search_place(args))
         print(f"{name}: {task.name} " + " ".join(f"{m}={grid.slug(c)}" for m, c in grid.best_recipe(rows).items()))
         return 0
     if args.seeds < 1:

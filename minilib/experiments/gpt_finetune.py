@@ -66,6 +66,7 @@ CANDIDATES: dict[str, dict[str, Any]] = {
 # gpt-no-aux is gpt's recipe without the auxiliary loss. Smoke keeps the paper's: it checks plumbing.
 FINE_TUNING = {"gpt": "LR 2.5e-4, 10 epochs", "gpt-scratch": "LR 2.5e-4, 10 epochs, no aux LM"}
 FINE_TUNING["gpt-no-aux"] = FINE_TUNING["gpt-tapt"] = FINE_TUNING["gpt"]
+RECIPE_METHODS = ("gpt-scratch", "gpt")     # the methods FINE_TUNING is searched for; the others take gpt's
 RECIPE_TASKS = ("trec", "rt")
 
 
@@ -209,12 +210,16 @@ SEARCH_LABELS = {"smoke": (20,), "laptop": (100, 1000), "full": (100, grid.ALL)}
 SEARCH_FOLDER = store.folder("gpt-recipe")
 
 
-def search(task: str, methods=("gpt-scratch", "gpt"), seed: int = 0, label_counts=None, cached_only: bool = False,
-           profile: str | None = None, log=print) -> list[dict[str, Any]]:
-    """Every (label count, method, candidate) point on `task`'s validation task (grid.search_recipes)."""
+def search(task: str, methods=RECIPE_METHODS, seed: int = 0, label_counts=None, cached_only: bool = False,
+           profile: str | None = None, log=print, candidates: dict[str, dict[str, Any]] | None = None, *,
+           checkpoint: str | Path | None = None, results_dir: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every (label count, method, candidate) point on `task`'s validation task (grid.search_recipes);
+    `candidates`: some of CANDIDATES (default: all); `checkpoint`, `results_dir`: another GPT, searched in another
+    folder than SEARCH_FOLDER."""
     prof = profile or runtime.profile()
-    return grid.search_recipes(task, methods, CANDIDATES, lambda m, p: asdict(paper_config(m, p)), SEARCH_FOLDER,
-                               label_counts or SEARCH_LABELS[prof], seed, cached_only, prof, log)
+    return grid.search_recipes(task, methods, candidates or CANDIDATES, lambda m, p: asdict(paper_config(m, p)),
+                               results_dir or SEARCH_FOLDER, label_counts or SEARCH_LABELS[prof], seed, cached_only,
+                               prof, log, checkpoint=checkpoint)
 
 
 slug = grid.slug
@@ -229,19 +234,20 @@ def choose(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
                                                      and CANDIDATES[r["candidate"]].get("lm_coef") == 0.0)])
 
 
-def chosen_recipe(profile: str | None = None) -> dict[str, str]:
-    """choose() over the cached search of every task in RECIPE_TASKS (what FINE_TUNING should say)."""
-    rows = [r for t in RECIPE_TASKS for r in search(t, cached_only=True, profile=profile)]
-    return choose(rows)
+def chosen_recipe(profile: str | None = None, **where) -> dict[str, str]:
+    """choose() over the cached search of every task in RECIPE_TASKS (what FINE_TUNING should say); `where`:
+    search()'s checkpoint and results_dir."""
+    return choose([r for t in RECIPE_TASKS for r in search(t, cached_only=True, profile=profile, **where)])
 
 
 def cli_run(args, name: str) -> int:
-    task = tasks.from_args(args)
+    task, where = tasks.from_args(args), grid.search_place(args)
     methods = [m.strip() for m in args.methods.split(",")]
-    rows = search(task, methods)
+    rows = search(task, methods, label_counts=grid.parse_labels(args.labels) if args.labels else None,
+                  candidates=grid.some_candidates(CANDIDATES, args.candidates) if args.candidates else None, **where)
     print(f"{name}: {task.name} " + " ".join(f"{m}={slug(c)}" for m, c in choose(rows).items()))
     if task.name in RECIPE_TASKS:
-        both = chosen_recipe()
+        both = chosen_recipe(**where)
         print(f"{name}: over {'+'.join(RECIPE_TASKS)} (cached) " + " ".join(f"{m}={slug(c)}" for m, c in both.items())
               + ("" if all(FINE_TUNING[m] == c for m, c in both.items()) else "  (FINE_TUNING says otherwise: update it)"))
     return 0

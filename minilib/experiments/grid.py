@@ -409,10 +409,12 @@ def slug(candidate: str) -> str:
 
 def search_recipes(task, methods: Sequence[str], candidates: dict[str, dict[str, Any]],
                    paper_settings: Callable[[str, str], dict[str, Any]], results_root: Path, label_counts: Sequence,
-                   seed: int = 0, cached_only: bool = False, profile: str | None = None, log=print) -> list[dict[str, Any]]:
+                   seed: int = 0, cached_only: bool = False, profile: str | None = None, log=print, *,
+                   checkpoint: str | Path | None = None) -> list[dict[str, Any]]:
     """Every (label count, method, candidate) point on `task`'s validation task (Task.validation(): held-out
     training labels; the test split is never read), each candidate a change to `paper_settings(method,
-    profile)`, cached in results_root/<slug(candidate)>/. With cached_only, only what is cached; nothing trains."""
+    profile)`, cached in results_root/<slug(candidate)>/; `checkpoint` replaces each pretrained method's own (e.g. a
+    shipped branch's, tools/ship_branch.py). With cached_only, only what is cached; nothing trains."""
     prof = profile or runtime.profile()
     valid = tasks.get(task).validation()
     rows = []
@@ -420,7 +422,7 @@ def search_recipes(task, methods: Sequence[str], candidates: dict[str, dict[str,
         for name in methods:
             for candidate, change in candidates.items():
                 m = method(name)
-                where = dict(checkpoint=m.checkpoint(prof) if m.checkpoint else None,
+                where = dict(checkpoint=(checkpoint or m.checkpoint(prof)) if m.checkpoint else None,
                              settings={**paper_settings(name, prof), **change},
                              results_dir=Path(results_root) / slug(candidate))
                 row = (cached_point(valid, n, name, seed, prof, **where) if cached_only
@@ -432,6 +434,23 @@ def search_recipes(task, methods: Sequence[str], candidates: dict[str, dict[str,
                     log(f"{valid.name} n={row['n_labels']:<5} {name:12s} {candidate:36s} held-out error "
                         f"{row['error']:.3f} ({row['seconds']:.0f} s)")
     return rows
+
+
+def some_candidates(candidates: dict[str, Any], slugs: str) -> dict[str, Any]:
+    """'lr-1e-3-10-epochs,...' -> those of `candidates`, named by slug(); an unknown slug is a UsageError."""
+    by_slug = {slug(c): c for c in candidates}
+    wanted = [x.strip() for x in slugs.split(",") if x.strip()]
+    if unknown := [x for x in wanted if x not in by_slug]:
+        raise UsageError(f"--candidates {unknown[0]}: use some of {', '.join(by_slug)}")
+    return {by_slug[x]: candidates[by_slug[x]] for x in wanted}
+
+
+def search_place(args) -> dict[str, Any]:
+    """A recipe search's --checkpoint and --results-dir as search()'s keywords: another checkpoint is searched
+    only in a folder of its own, so the lessons' search is never mixed with it."""
+    if args.checkpoint and args.results_dir is None:
+        raise UsageError("--checkpoint: give --results-dir too, so its points are cached apart from the search's")
+    return {"checkpoint": args.checkpoint, "results_dir": args.results_dir}
 
 
 def best_recipe(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
