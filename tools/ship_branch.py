@@ -184,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         for p in points:           # the staged file as it is: its key and stamp are the point's
             provenance.atomic_write_bytes(p["path"], p["staged_path"].read_bytes())
         print(f"copied {len(points)} points; now add {args.model!r} to recipes/shipped.BRANCHES[{PROFILE!r}], then run "
-              f"again what reads the default whole: `experiment gpt-recipe`/`bert-recipe` (trec, rt), "
-              f"`experiment lm-quality`, `experiment compute`, `make lessons`, `python tools/check_results.py`")
+              f"again what reads the default whole: `experiment lm-quality`, `experiment compute`, `make lessons`, "
+              f"`python tools/check_results.py`")
     print(f"ship-branch: model={args.model} points={len(points)} staged={len(points) - len(missing)} "
           f"missing={len(missing)} cpu_s={sum(p['row']['seconds'] for p in missing):.0f}")
     return 0
