@@ -12,6 +12,7 @@ import long_runs  # noqa: E402
 from long_runs import Item  # noqa: E402
 
 from minilib.experiments import compute_axis  # noqa: E402
+from minilib.recipes import shipped  # noqa: E402
 from minilib.runtime import UsageError  # noqa: E402
 
 
@@ -77,6 +78,7 @@ def test_cost_is_said_first_and_counts_each_run_once():
 def test_the_shipped_branch_warm_starts_from_the_kept_snapshot(monkeypatch, tmp_path):
     monkeypatch.setattr(compute_axis, "latest_step", lambda *a, **k: None)   # no run's state here: nothing to keep
     monkeypatch.setattr(compute_axis, "KEPT_DIR", tmp_path)                   # kept files of this test's own
+    monkeypatch.setattr(shipped, "CHECKPOINTS", tmp_path)                      # and no branch shipped yet
     run = compute_axis.RUNS["bert-ltr"]
     compute_axis.kept_path(run, "laptop").write_bytes(b"")
     kept = {8: 15_776}
@@ -119,3 +121,14 @@ def test_a_run_that_fails_is_dropped_not_restarted(tmp_path, monkeypatch, capsys
     assert long_runs.run_queue([Item("gpt", 4), Item("gpt", 8)], "laptop", 1) == 1
     assert starts == [Item("gpt", 4)]                       # started once, its later item dropped with it
     assert "gpt: failed before its mark" in capsys.readouterr().out
+
+
+def test_a_shipped_branch_counts_as_finished(monkeypatch, tmp_path):
+    monkeypatch.setattr(compute_axis, "latest_step", lambda *a, **k: None)    # no run's state here
+    monkeypatch.setattr(compute_axis, "kept_step", lambda *a, **k: None)
+    monkeypatch.setattr(shipped, "CHECKPOINTS", tmp_path)
+    assert long_runs.steps_now("laptop")["gpt", 5] == 0
+    shipped.branch("gpt", "laptop").write_bytes(b"")
+    run = compute_axis.RUNS["gpt"]
+    assert long_runs.steps_now("laptop")["gpt", 5] == compute_axis.last_step(run, "laptop", 5) == \
+        long_runs.target_step(Item("gpt", 5), "laptop")

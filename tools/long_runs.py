@@ -38,6 +38,7 @@ if str(ROOT) not in sys.path:       # run as `python3 tools/long_runs.py` from t
     sys.path.insert(0, str(ROOT))
 
 from minilib.experiments import compute_axis  # noqa: E402
+from minilib.recipes import shipped  # noqa: E402
 from minilib.runtime import UsageError  # noqa: E402
 
 TOKENS_PER_S = 1_900      # one one-thread run beside another on 2 cores (docs/measurements.md): a rough cost only
@@ -125,12 +126,15 @@ def target_step(item: Item, profile: str) -> int:
 
 def steps_now(profile: str) -> dict[tuple[str, float], int]:
     """{Item.line: step} of every run and branch: its newest snapshot here, else the kept snapshot it would
-    warm-start from (the shipped branch: its own kept one, or the long run's)."""
+    warm-start from (the shipped branch: its own kept one, or the long run's); a shipped branch's checkpoint
+    (recipes/shipped.branch) is its last step, so a finished branch is never trained again."""
     out = {}
     for name, run in compute_axis.RUNS.items():
         kept = compute_axis.kept_step(run, profile) or 0
         for branch in (compute_axis.RUN_BUDGET, compute_axis.SHIP_BUDGET):
             own = compute_axis.kept_step(run, profile, budget=branch) or 0
+            if branch == compute_axis.SHIP_BUDGET and shipped.branch(name, profile).is_file():
+                own = compute_axis.last_step(run, profile, branch)
             out[name, branch] = compute_axis.latest_step(run, profile, budget=branch) or max(kept, own)
     return out
 
