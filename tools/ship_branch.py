@@ -140,13 +140,13 @@ def commands(model: str, points: list[dict], profile: str = PROFILE) -> list[tup
 def recipe_changes(model: str, points: list[dict], profile: str = PROFILE) -> list[str]:
     """Where the branch's (staged) search would choose another recipe than FINE_TUNING says, one line each: the
     grid's points were staged with FINE_TUNING's, so the move would not be the search's own choice."""
-    out = []
+    out, moving = [], {p["row"]["method"] for p in points}
     for module in dict.fromkeys(p["search"] for p in points if p["search"] is not None):
         chosen = module.chosen_recipe(profile, checkpoint=shipped.branch(model, profile),
                                       results_dir=staging(model) / module.SEARCH_FOLDER.name)
         out += [f"{module.SEARCH_FOLDER.name} on the branch chooses {c!r} for {m}, FINE_TUNING says "
                 f"{module.FINE_TUNING[m]!r}" for m, c in chosen.items()
-                if m in {p["row"]["method"] for p in points} and c != module.FINE_TUNING[m]]
+                if m in moving and c != module.FINE_TUNING[m]]
     return out
 
 
