@@ -106,29 +106,36 @@ def word_states(model, tok, sentences, last_piece: bool) -> tuple[torch.Tensor, 
     return (torch.cat(states) if states else torch.empty(0, model.cfg.n_embd)), used
 
 
-def pos_probe_curve(objective: str, profile: str, snapshot_dir: str | Path | None = None, log=print,
-                    shape: tuple[int, int] | None = None) -> list[dict]:
-    """A linear POS probe (eval.probe.pos_probe, chapter 03's) on each snapshot's frozen top-layer word states:
-    what the encoder has learned about each word's role, along pretraining. Brown's first PROBE_SENTENCES
-    train and test sentences of the `pos` task."""
+def pos_probe_accuracy(model, tok, objective: str, profile: str) -> float:
+    """Held-out accuracy of a linear POS probe (eval.probe.pos_probe, chapter 03's) on the encoder's frozen
+    top-layer word states (word_states: the twin reads each word's last piece), trained on Brown's first
+    PROBE_SENTENCES train sentences of the `pos` task and scored on as many test sentences."""
     from minilib import tasks
     from minilib.eval.probe import pos_probe
+
+    pos, n = tasks.get("pos"), runtime.pick(PROBE_SENTENCES, profile)
+    data_ = {}
+    for split in ("train", "test"):
+        sents = getattr(pos, split)
+        x, used = word_states(model, tok, sents.texts[:n], last_piece=objective == "ltr")
+        data_[split] = (x, torch.tensor([t for i in used for t in sents.labels[i]]))
+    return pos_probe(*data_["train"], *data_["test"], pos.n_classes)["accuracy"]
+
+
+def pos_probe_curve(objective: str, profile: str, snapshot_dir: str | Path | None = None, log=print,
+                    shape: tuple[int, int] | None = None) -> list[dict]:
+    """pos_probe_accuracy at each snapshot: what the encoder has learned about each word's role, along
+    pretraining."""
     from minilib.experiments.flywheel import snapshots
     from minilib.models.pretrained import load_pretrained
 
     checkpoint = _checkpoint(profile, objective, shape)
     folder = Path(snapshot_dir) / checkpoint.stem / "snapshots" if snapshot_dir else None
     pre = load_pretrained(checkpoint, "bert")
-    pos, n = tasks.get("pos"), runtime.pick(PROBE_SENTENCES, profile)
     rows = []
     for snap in snapshots(checkpoint, folder):
         model = pre.model if snap.source == checkpoint else snapshot_bert(snap.source, pre.model.cfg)
-        data_ = {}
-        for split in ("train", "test"):
-            sents = getattr(pos, split)
-            x, used = word_states(model, pre.vocab, sents.texts[:n], last_piece=objective == "ltr")
-            data_[split] = (x, torch.tensor([t for i in used for t in sents.labels[i]]))
-        acc = pos_probe(*data_["train"], *data_["test"], pos.n_classes)["accuracy"]
+        acc = pos_probe_accuracy(model, pre.vocab, objective, profile)
         rows.append({"step": snap.step, "tokens": snap.tokens, "pos_probe_accuracy": acc})
         if log:
             log(f"{objective} at {snap.tokens:,} tokens: linear POS probe {acc:.1%}")
