@@ -158,3 +158,22 @@ def test_the_shipped_gpts_curve_gives_tokens_per_snapshot(tmp_path):
     assert [(s.step, s.tokens) for s in snaps] == [(0, 0), (500, 500 * per_step),
                                                    (meta["metrics"]["steps"], meta["metrics"]["steps"] * per_step)]
     assert snaps[-1].source == checkpoint
+
+
+def test_the_shipped_flywheels_final_points_are_its_own_not_the_leagues():
+    """The final snapshot is the recipe run, whose points the league stops reading once GPT moves to its branch
+    (recipes/shipped.py): they are cached in the flywheel's own folder, and summarize to what the result says."""
+    result = flywheel.cached_result("laptop")
+    if result is None:
+        pytest.skip("no results/flywheel-laptop.json")
+    last = result["points"][-1]
+    assert last["checkpoint"] == flywheel.default_checkpoint("laptop").name
+    folder = flywheel.FOLDER / f"step-{last['step']:06d}"
+    snap = flywheel.Snapshot(last["step"], last["tokens"], None, flywheel.default_checkpoint("laptop"))
+    assert flywheel._points_dir(snap, None) == folder
+    for task in result["tasks"]:
+        rows = [grid.cached_point(tasks.get(task), result["labels"], flywheel.METHOD, seed, "laptop",
+                                  checkpoint=flywheel.default_checkpoint("laptop"), results_dir=folder)
+                for seed in result["seeds"]]
+        assert None not in rows, f"{task}: a final-step point is not in {folder}"
+        assert flywheel._accuracy(rows)["accuracy"] == pytest.approx(last[task]["accuracy"])

@@ -7,8 +7,9 @@ fine-tunes it at 100 labels on trec and pos, 3 seeds, through the one grid runne
 and cached in results/flywheel/step-NNNNNN/. Plotted against the pretraining tokens each snapshot had
 seen (the checkpoint JSON's curve), it shows the flywheel of the book's last chapter: the LM objective needs no
 labels, and every further token of raw text makes the same labels go further. The final snapshot holds the
-shipped checkpoint's weights, so its point is the shipped checkpoint's own, shared with the league
-(results/gpt/, experiments/league.py). gpt-scratch at the same label count, if cached, is the reference line.
+recipe run's own weights (checkpoints/gpt-laptop.pt), whose points stay in the flywheel's folder like every
+snapshot's: the league's (results/gpt/) move to GPT's shipped branch (recipes/shipped.py). gpt-scratch at the
+same label count, if cached, is the reference line.
 
     from minilib.experiments import flywheel
     result = flywheel.run()             # results/flywheel-<profile>.json, stamped
@@ -153,13 +154,11 @@ def _built(snap: Snapshot, checkpoint: Path, cache_dir) -> Path | None:
     return out if out.is_file() else None
 
 
-def _points_dir(snap: Snapshot, checkpoint: Path, results_dir) -> Path | None:
+def _points_dir(snap: Snapshot, results_dir) -> Path:
     """Where a snapshot's points are cached: a folder of its own (a point's file name says task, method, labels,
-    seed and profile, not the checkpoint), results/flywheel/step-NNNNNN/; for the final step gpt's own folder
-    (the shipped checkpoint's points, shared with the league). `results_dir` replaces results/flywheel/ and
-    then holds the final step's folder too."""
-    if results_dir is None and snap.source == checkpoint:
-        return None
+    seed and profile, not the checkpoint), results/flywheel/step-NNNNNN/, the final step's too: gpt's own folder
+    holds the default checkpoint's points, which is the recipe run only until GPT moves to its branch.
+    `results_dir` replaces results/flywheel/."""
     return Path(results_dir or FOLDER) / f"step-{snap.step:06d}"
 
 
@@ -197,7 +196,7 @@ def run(profile: str | None = None, checkpoint: str | Path | None = None, snapsh
                  "checkpoint": ckpt.name, "checkpoint_sha256": file_sha256(ckpt)}
         for task in task_objs:
             rows = [grid.run_point(task, config.labels, METHOD, seed, checkpoint=ckpt,
-                                   results_dir=_points_dir(snap, checkpoint, results_dir)) for seed in config.seeds]
+                                   results_dir=_points_dir(snap, results_dir)) for seed in config.seeds]
             point[task.name] = _accuracy(rows)
             if log:
                 log(f"step {snap.step:>6} ({snap.tokens:>11,} tokens) {task.name:5s} accuracy "
@@ -240,7 +239,7 @@ def plan(profile: str | None = None, checkpoint: str | Path | None = None, snaps
             n = grid.label_count(config.labels, len(task.train), f" for {task.name}")
             for seed in config.seeds:
                 hit = ckpt is not None and grid.cached_point(task, config.labels, METHOD, seed, prof, checkpoint=ckpt,
-                                                             results_dir=_points_dir(snap, checkpoint, results_dir))
+                                                             results_dir=_points_dir(snap, results_dir))
                 out.append({"step": snap.step, "tokens": snap.tokens, "task": task.name, "seed": seed,
                             "cached": bool(hit), "estimate_s": None if hit else
                             estimate_seconds(task, METHOD, n, prof, results_dir)[0]})
