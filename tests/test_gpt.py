@@ -354,11 +354,12 @@ def test_fine_tuning_is_what_the_cached_search_chose():
 
 @pytest.mark.data
 def test_a_gpt_point_fine_tunes_and_scores_once(tmp_path, one_thread, monkeypatch):
-    from minilib.experiments import grid
+    from minilib.experiments import gpt_finetune as gf, grid
 
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")                  # one epoch, 200 test questions
     row = grid.run_point("trec", 20, "gpt", 0, results_dir=tmp_path)
-    assert 0 <= row["error"] <= 1 and len(row["curve"]) == 1 and row["checkpoint"].endswith("gpt-laptop.pt")
+    shipped = gf.default_checkpoint("smoke")                         # the laptop GPT: its recipe run or branch
+    assert 0 <= row["error"] <= 1 and len(row["curve"]) == 1 and row["checkpoint"].endswith(shipped.name)
     assert grid.run_point("trec", 20, "gpt", 0, results_dir=tmp_path) == row                # cached
 
 

@@ -19,8 +19,9 @@ from pathlib import Path
 from minilib import provenance
 
 SHIP_BUDGET = 5         # x the laptop compute: a 5x run's 20 % cool-down starts at 4x, where the long runs stood
-BRANCHES: dict[str, tuple[str, ...]] = {"laptop": ()}     # profile -> the models (gpt, bert, bert-mlm, bert-ltr)
-                                                          # whose default is their shipped branch
+BRANCHES: dict[str, tuple[str, ...]] = {    # profile -> the models whose default is their shipped branch
+    "laptop": ("gpt", "bert", "bert-mlm", "bert-ltr"),
+}
 CHECKPOINTS = provenance.REPO_ROOT / "checkpoints"
 
 
