@@ -339,13 +339,14 @@ def test_tagger_reads_first_pieces_the_twin_last_pieces_and_drops_what_does_not_
 
 def test_the_ablations_share_berts_recipe_and_the_search_holds_the_papers_grid():
     from minilib.experiments import bert_finetune as bf
+    from minilib.recipes import shipped
 
     grid_a3 = {(c["lr"], c["epochs"], c["batch_size"]) for c in bf.CANDIDATES.values()}
     assert {(lr, e, b) for lr in (5e-5, 3e-5, 2e-5) for e in (2, 3, 4) for b in (16, 32)} <= grid_a3
     assert bf.method_config("bert-mlm", "laptop") == bf.method_config("bert-ltr", "laptop") == \
         bf.method_config("bert", "laptop")
     assert not bf.method_config("bert-scratch", "laptop").pretrained
-    assert bf.default_checkpoint("bert-ltr", "smoke").name == "bert-ltr-laptop.pt"
+    assert bf.default_checkpoint("bert-ltr", "smoke") == shipped.checkpoint("bert-ltr", "laptop")   # smoke reads laptop's
     assert bf.default_checkpoint("bert-scratch", "laptop").name == "bert-laptop.pt"
     assert bf.default_checkpoint("bert-mlm", "laptop", (2, 128)).name == "bert-mlm-laptop-2x128.pt"
 

@@ -191,12 +191,14 @@ def test_a_missing_checkpoint_names_the_command_that_makes_it():
 
 def test_tokens_read_puts_every_method_on_the_compute_axis():
     from minilib.provenance import REPO_ROOT
+    from minilib.recipes import shipped
 
-    gpt_tokens = json.loads((REPO_ROOT / "checkpoints" / "gpt-laptop.json").read_text())["metrics"]["train_tokens_seen"]
+    gpt_json = shipped.checkpoint("gpt", "laptop").with_suffix(".json")       # the GPT the grid fine-tunes
+    gpt_tokens = json.loads(gpt_json.read_text())["metrics"]["train_tokens_seen"]
     elmo = json.loads((REPO_ROOT / "checkpoints" / "elmo-laptop.json").read_text())["metrics"]["train_tokens"]
     assert league.tokens_read("majority", "laptop")[0] == league.tokens_read("gpt-scratch", "laptop")[0] == 0
     assert league.tokens_read("bow-lr", "laptop")[0] == 0
     assert league.tokens_read("gpt", "laptop")[0] == gpt_tokens
     assert league.tokens_read("gpt-tapt", "laptop")[0] == gpt_tokens + 400 * 16 * 128
     assert league.tokens_read("sgns-lr", "laptop")[0] == 3 * elmo
-    assert league.tokens_read("glove-lr", "laptop")[0] == 6e9 > 500 * gpt_tokens
+    assert league.tokens_read("glove-lr", "laptop")[0] == 6e9 > 100 * gpt_tokens      # 146x the 5x branch
