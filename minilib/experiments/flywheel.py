@@ -157,7 +157,7 @@ def _built(snap: Snapshot, checkpoint: Path, cache_dir) -> Path | None:
 def _points_dir(snap: Snapshot, results_dir) -> Path:
     """Where a snapshot's points are cached: a folder of its own (a point's file name says task, method, labels,
     seed and profile, not the checkpoint), results/flywheel/step-NNNNNN/, the final step's too: gpt's own folder
-    holds the default checkpoint's points, which is the recipe run only until GPT moves to its branch.
+    holds the default checkpoint's points, and the default is the shipped branch once GPT has moved to it.
     `results_dir` replaces results/flywheel/."""
     return Path(results_dir or FOLDER) / f"step-{snap.step:06d}"
 
