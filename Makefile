@@ -80,8 +80,8 @@ classroom-server:
 # slowest tests, so a CI run that nears its 40-minute budget says where the time went.
 test: data browser book
 	$(PY) tools/check_results.py
-	$(SMOKE) $(BIN)/pytest -q --durations=25 --nbval-lax --nbval-current-env -p no:cacheprovider --ignore=tests/browser tests lessons
-	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -s -p no:cacheprovider tests/browser/test_book.py
+	$(SMOKE) $(BIN)/pytest -q --durations=25 --nbval-lax --nbval-current-env -p no:cacheprovider --ignore=tests/browser -m "not browser" tests lessons
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -s -p no:cacheprovider -m browser tests/browser/test_book_pages.py
 
 # Test tiers (markers in pyproject.toml). Every unit test runs at the smoke profile whatever the shell says
 # (tests/conftest.py); a test that means another profile sets it itself.
@@ -93,14 +93,14 @@ test-fast: data
 	$(BIN)/pytest -q --durations=10 -p no:cacheprovider --ignore=tests/browser -m "not slow and not results" tests
 
 test-unit: setup
-	$(BIN)/pytest -q --ignore=tests/browser tests
+	$(BIN)/pytest -q --ignore=tests/browser -m "not browser" tests
 
 check-results: setup
 	$(BIN)/python tools/check_results.py
 	$(BIN)/pytest -q -p no:cacheprovider --ignore=tests/browser -m results tests
 
 test-lessons: data
-	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env lessons
+	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env -m "" lessons
 
 # Live widget tests: each lesson run under smoke in JupyterLab, every widget driven in headless
 # Chromium and each plot it shows checked (tests/browser). Debian's chromium, driven by Playwright
@@ -110,7 +110,7 @@ widget-test: data
 	@test -x $(CHROMIUM) || apt-get install -y chromium || \
 	  { echo "chromium is missing: run 'apt-get install -y chromium' as root (Debian)"; exit 2; }
 	@$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install --quiet playwright
-	CHROMIUM=$(CHROMIUM) $(SMOKE) $(BIN)/pytest -q -p no:cacheprovider tests/browser
+	CHROMIUM=$(CHROMIUM) $(SMOKE) $(BIN)/pytest -q -p no:cacheprovider -m browser tests/browser
 
 # Re-execute every lesson in place with the laptop profile (how committed outputs are made).
 # The widgets' state (their last picture included) is stored in each notebook, so a widget shows,
@@ -136,15 +136,15 @@ browser: setup
 # Every page of the book in headless chromium: no console error, no request to another host, images
 # decoded, internal links resolve, math typeset, static widgets drawn; writes two screenshots.
 book-page-test: book browser
-	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -s -p no:cacheprovider tests/browser/test_book.py
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -s -p no:cacheprovider -m browser tests/browser/test_book_pages.py
 
 # The page tests, then the live widget suite.
 book-test: book-page-test widget-test
 
 # PNG screenshots in book/_build/screenshots/: two book pages, and chapter 04's widget after a live point.
 screenshots: book browser data
-	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -p no:cacheprovider tests/browser/test_book.py -k screenshots
-	CHROMIUM=$(CHROMIUM) $(SMOKE) $(BIN)/pytest -q -p no:cacheprovider tests/browser/test_widgets_live.py \
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -p no:cacheprovider -m browser tests/browser/test_book_pages.py -k screenshots
+	CHROMIUM=$(CHROMIUM) $(SMOKE) $(BIN)/pytest -q -p no:cacheprovider -m browser tests/browser/test_widgets_live.py \
 	  -k "sample_efficiency_explorer and 04"
 
 # Regenerate book/datasheet.md from the cached corpora (needs the data).

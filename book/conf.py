@@ -4,7 +4,7 @@ book/build.py stages everything the book shows into book/_build/src/ (this file,
 written by hand, the lessons as committed, the generated pages and the vendored JavaScript)
 and runs Sphinx there. The book reads offline: the notebooks are not executed, and every
 script, style and font a page loads is served from the book's own _static/ folder — no page
-asks another host for anything (tests/browser/test_book.py checks it in Chromium).
+asks another host for anything (tests/browser/test_book_pages.py checks it in Chromium).
 """
 project = "The Pretraining Code"
 author = "The Pretraining Code authors"

@@ -113,6 +113,62 @@ def test_nsp_pairs_half_not_next_and_is_next_really_follows():
     assert abs(lengths[True] - lengths[False]) < 0.15 * lengths[False], lengths
 
 
+def test_google_pairs_are_whole_sentences_and_fill_the_target():
+    """create_pretraining_data.py's pairs: a and b are whole sentences (unless truncate_seq_pair trimmed the
+    longer side), IsNext b follows a, NotNext b is another document's, a one-sentence chunk is always NotNext,
+    and most pairs fill max_len - 3 (the 10 % short targets aside)."""
+    stream = DocumentStream.from_token_lists(numbered_docs(lines=60, line_len=(3, 12)))   # long documents
+    batches = PairBatches(stream, dataclasses.replace(SP, vocab_size=20_000), 8, 48, 1, pairing="google")
+    rng = np.random.default_rng(0)
+    pairs = [batches.sample_pair(rng) for _ in range(3000)]
+    starts, ends = set(stream.line_starts.tolist()), set(batches.line_ends.tolist())
+    whole = 0
+    for p in pairs:
+        assert len(p.a) >= 1 and len(p.b) >= 1 and len(p.a) + len(p.b) <= 45
+        assert np.array_equal(np.diff(p.a), np.ones(len(p.a) - 1)) and np.array_equal(np.diff(p.b), np.ones(len(p.b) - 1))
+        doc_a, doc_b = int(p.a[0]) // 1000, int(p.b[0]) // 1000
+        assert (doc_a != doc_b) == p.is_random_next
+        if not p.is_random_next:
+            assert p.b[0] > p.a[-1]                                 # after a (truncation may trim between)
+        if len(p.a) + len(p.b) < 45:                                # nothing truncated: whole sentences
+            assert p.a_start in starts and p.b_start in starts and p.a_start + len(p.a) in ends
+            whole += 1
+    assert whole > 0.05 * len(pairs)
+    full = np.mean([len(p.a) + len(p.b) >= 45 - 11 for p in pairs])  # within one sentence of the target
+    assert full > 0.8, full
+    n_random = sum(p.is_random_next for p in pairs)
+    assert 0.5 < n_random / len(pairs) < 0.7                        # 0.5, plus the one-sentence chunks
+
+
+def test_doc_sentences_are_one_segment_of_whole_sentences():
+    stream = DocumentStream.from_token_lists(numbered_docs(line_len=(3, 12)))
+    batches = PairBatches(stream, dataclasses.replace(SP, vocab_size=20_000), 16, 48, 1, p_random_next=0.0,
+                          pairing="doc-sentences")
+    b = next(iter(batches))
+    original = torch.where(b.labels != IGNORE_INDEX, b.labels, b.ids)
+    for row in range(16):
+        n = int(b.attention_mask[row].sum())
+        seq = original[row, :n].tolist()
+        assert seq[0] == SP.cls_id and seq[-1] == SP.sep_id and seq.count(SP.sep_id) == 1
+        assert (b.segments[row] == 0).all() and len({t // 1000 for t in seq[1:-1]}) == 1   # one document
+    with pytest.raises(ValueError, match="NotNext"):
+        PairBatches(stream, SP, 2, 40, 1, pairing="doc-sentences")
+
+
+def test_nsp_weight_zero_trains_bert_pairs_on_the_masked_lm_alone():
+    from minilib.recipes.bert import PretrainingLoss
+
+    stream = DocumentStream.from_token_lists(numbered_docs())
+    sp = dataclasses.replace(SP, vocab_size=20_000)
+    batch = next(iter(PairBatches(stream, sp, 8, 32, 1)))
+    model = BERT(bert_config(20_000, "smoke", "mlm+nsp", dropout=0.0, block_size=32))
+    full, parts = PretrainingLoss(model)(*batch)
+    assert torch.allclose(full, parts["mlm_loss"] + parts["nsp_loss"])
+    zero, _ = PretrainingLoss(model, nsp_weight=0.0)(*batch)
+    zero.backward()
+    assert torch.allclose(zero, parts["mlm_loss"]) and model.nsp_head.weight.grad.abs().sum() == 0
+
+
 def test_batches_lay_out_cls_a_sep_b_sep_and_repeat_per_epoch():
     sp = dataclasses.replace(SP, vocab_size=20_000)
     stream = DocumentStream.from_token_lists(numbered_docs())

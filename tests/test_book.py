@@ -2,7 +2,7 @@
 
 Fast and offline: synthetic results in a temporary folder for the arithmetic, the repository's
 own lessons and results/ for coverage. The built HTML is checked in a browser by
-tests/browser/test_book.py (`make book-page-test`).
+tests/browser/test_book_pages.py (`make book-page-test`).
 """
 from __future__ import annotations
 

@@ -57,6 +57,20 @@ def test_missing_csv_file_and_column(capsys, reviews):
     fails_with(capsys, "no column 'stars' (columns: text, label)", "data", "task", str(reviews), "--label-column", "stars")
 
 
+def test_unterminated_quote_names_the_line_it_starts_on(capsys, tmp_path):
+    path = tmp_path / "quote.csv"
+    path.write_text('text,label\nwho are you,HUM\n"what is this,DESC\nwhere is it,LOC\n')
+    fails_with(capsys, "quote.csv: line 3 has a quote (\") that is never closed",
+               *experiment(path, "--labels", "10", "--methods", "majority"))
+
+
+def test_semicolon_delimited_csv_is_named(capsys, tmp_path):
+    path = tmp_path / "semi.csv"
+    path.write_text("text;label\n" + "\n".join(f"text {i};{'ab'[i % 2]}" for i in range(20)) + "\n")
+    fails_with(capsys, "semi.csv: the header row is split by ';', not by commas or tabs",
+               *experiment(path, "--labels", "10", "--methods", "majority"))
+
+
 def test_fewer_than_two_classes(capsys, tmp_path):
     path = tmp_path / "one.csv"
     path.write_text("text,label\n" + "\n".join(f"text {i},pos" for i in range(20)) + "\n")

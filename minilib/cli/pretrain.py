@@ -111,6 +111,7 @@ def add_gpt_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_bert_arguments(p: argparse.ArgumentParser) -> None:
     """BERT's own options (its recipe: recipes/bert.py)."""
+    from minilib.data.mlm import PAIRINGS
     from minilib.models.bert import OBJECTIVES
 
     p.add_argument("--objective", choices=OBJECTIVES, default="mlm+nsp",
@@ -120,6 +121,14 @@ def add_bert_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (warm-up, then linear to 0)")
     p.add_argument("--mask-prob", type=float, default=None,
                    help="share of tokens the masked LM predicts (default: §3.1's 0.15; give --out a name of its own)")
+    p.add_argument("--warmup", type=float, default=None, help="share of the steps of linear warm-up (default 0.05)")
+    p.add_argument("--pairing", choices=PAIRINGS, default=None,
+                   help="how pairs are cut: lines (default: from any sentence, b as long as the real rest), google "
+                        "(create_pretraining_data.py's chunks of whole sentences) or doc-sentences (RoBERTa §4.2: "
+                        "one segment, with --objective mlm); give --out a name of its own")
+    p.add_argument("--nsp-weight", type=float, default=None,
+                   help="the NSP loss's weight (default 1, §A.2; 0 trains BERT's pairs on the masked LM alone); "
+                        "give --out a name of its own")
     p.add_argument("--shape", default=None, metavar="LAYERSxWIDTH",
                    help="another encoder shape, e.g. 2x128 (heads of 64); it reads GPT's compute in tokens "
                         "(default: the profile's, checkpoints/bert-<profile>.pt; else bert-<profile>-2x128.pt)")

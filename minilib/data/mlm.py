@@ -177,6 +177,10 @@ class BERTBatch(NamedTuple):
     nsp_labels: torch.Tensor      # (B,) 0 IsNext, 1 NotNext
 
 
+PAIRINGS = ("lines", "google", "doc-sentences")
+SHORT_SEQ_PROB = 0.1   # create_pretraining_data.py: a tenth of the inputs aim at a random shorter length
+
+
 class PairBatches:
     """BERT's pretraining batches: `steps` batches of `batch_size` pairs of at most `max_len` tokens.
 
@@ -185,13 +189,21 @@ class PairBatches:
     p_random_next: the share of NotNext pairs (§3.1: 0.5); 0 gives only real continuations (the
     ablations without NSP train on the same contiguous text). Draws come from a generator seeded by
     (seed, epoch) (`set_epoch`), so iterating twice, or resuming, gives the same batches.
+    pairing: how a pair is cut (`sample_pair`): "lines" (this book's: a from any sentence, b the rest of the
+    span or as long a span of another document), "google" (Google's create_pretraining_data.py:
+    `sample_google_pair`), "doc-sentences" (RoBERTa §4.2: one segment of whole sentences of one document,
+    no b, no NSP).
     """
 
     def __init__(self, stream: DocumentStream, specials: SpecialTokens, batch_size: int, max_len: int,
                  steps: int, target: str = "mlm", p_random_next: float = 0.5, mask_prob: float = MASK_PROB,
-                 seed: int = 0):
+                 seed: int = 0, pairing: str = "lines"):
         if target not in ("mlm", "next"):
             raise ValueError(f"target={target!r}: use 'mlm' (masked LM) or 'next' (left-to-right LM)")
+        if pairing not in PAIRINGS:
+            raise ValueError(f"pairing={pairing!r}: use one of {', '.join(PAIRINGS)}")
+        if pairing == "doc-sentences" and p_random_next > 0:
+            raise ValueError("pairing='doc-sentences' has one segment and no NotNext: give p_random_next=0")
         if max_len < 5:
             raise ValueError(f"max_len={max_len}: a pair needs room for [CLS] a [SEP] b [SEP], at least 5")
         if p_random_next > 0 and stream.n_docs < 2:
@@ -200,9 +212,10 @@ class PairBatches:
         self.starts = stream.line_starts[doc_end - stream.line_starts >= 2]   # a and b need a token each
         if not len(self.starts):
             raise ValueError("no line has a second token after it in its document: nothing to cut a pair from")
-        self.stream, self.specials = stream, specials
+        self.stream, self.specials, self.pairing = stream, specials, pairing
         self.batch_size, self.max_len, self.steps, self.target = batch_size, max_len, steps, target
         self.p_random_next, self.mask_prob, self.seed, self.epoch = p_random_next, mask_prob, seed, 0
+        self.line_ends = np.append(stream.line_starts[1:], len(stream.ids))   # sentence k: [starts[k], ends[k])
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -211,8 +224,16 @@ class PairBatches:
         return self.steps
 
     def sample_pair(self, rng: np.random.Generator) -> Pair:
-        """One (a, b) pair: a from a random line start, b its continuation or (p_random_next) another
-        document's text, len(a) + len(b) ≤ max_len - 3."""
+        """One pair cut as `pairing` says; len(a) + len(b) ≤ max_len - 3 (max_len - 2 with no b)."""
+        if self.pairing == "google":
+            return self.sample_google_pair(rng)
+        if self.pairing == "doc-sentences":
+            return self.sample_doc_sentences(rng)
+        return self.sample_line_pair(rng)
+
+    def sample_line_pair(self, rng: np.random.Generator) -> Pair:
+        """This book's pair: a from a random line start, b its continuation or (p_random_next) as long a span
+        of another document's text, both inside the max_len - 3 tokens after a's start."""
         s, budget = self.stream, self.max_len - 3
         a_start = int(self.starts[rng.integers(len(self.starts))])
         doc = s.doc_of(a_start)
@@ -230,6 +251,63 @@ class PairBatches:
             return Pair(s.ids[a_start:cut], b, True, a_start, b_start)
         return Pair(s.ids[a_start:cut], s.ids[cut:end], False, a_start, cut)
 
+    def _sentences_from(self, k: int, target: int) -> list[int]:
+        """Sentence indices k, k + 1, ... of k's document until their tokens reach `target` (or it ends)."""
+        s = self.stream
+        doc_end, taken, length = int(s.doc_bounds[s.doc_of(int(s.line_starts[k])) + 1]), [], 0
+        while k < len(s.line_starts) and s.line_starts[k] < doc_end and length < target:
+            taken.append(k)
+            length += int(self.line_ends[k] - s.line_starts[k])
+            k += 1
+        return taken
+
+    def _span(self, sentences: list[int]) -> np.ndarray:
+        return self.stream.ids[int(self.stream.line_starts[sentences[0]]):int(self.line_ends[sentences[-1]])]
+
+    def sample_google_pair(self, rng: np.random.Generator) -> Pair:
+        """A pair as Google's create_instances_from_document cuts it: a chunk of whole sentences from a random
+        sentence start that reaches the target length (max_len - 3, or 10 % of the time a length drawn from
+        2 .. max_len - 3); a = its first 1 .. n-1 sentences; b = the rest (IsNext) or, half of the time and
+        always when the chunk is one sentence, whole sentences from a random sentence of another document
+        until the target is filled (NotNext). The released code walks each document in order and puts the
+        chunk's unused tail back for the next instance; drawing each chunk's start at random needs no
+        putting back. The longer of a and b then loses a token from its front or back at random
+        (truncate_seq_pair) until both fit."""
+        s, budget = self.stream, self.max_len - 3
+        target = budget if rng.random() >= SHORT_SEQ_PROB else int(rng.integers(2, budget + 1))
+        chunk = self._sentences_from(int(rng.integers(len(s.line_starts))), target)
+        a_end = 1 if len(chunk) < 2 else int(rng.integers(1, len(chunk)))
+        a = self._span(chunk[:a_end])
+        if len(chunk) == 1 or rng.random() < self.p_random_next:
+            doc = s.doc_of(int(s.line_starts[chunk[0]]))
+            while True:
+                k = int(rng.integers(len(s.line_starts)))
+                if s.doc_of(int(s.line_starts[k])) != doc:
+                    break
+            b_sentences, is_random = self._sentences_from(k, max(target - len(a), 1)), True
+        else:
+            b_sentences, is_random = chunk[a_end:], False
+        b = self._span(b_sentences)
+        a_lo, a_hi, b_lo, b_hi = 0, len(a), 0, len(b)
+        while (a_hi - a_lo) + (b_hi - b_lo) > budget:     # truncate_seq_pair: the longer side, front or back
+            front = rng.random() < 0.5
+            if a_hi - a_lo > b_hi - b_lo:
+                a_lo, a_hi = (a_lo + 1, a_hi) if front else (a_lo, a_hi - 1)
+            else:
+                b_lo, b_hi = (b_lo + 1, b_hi) if front else (b_lo, b_hi - 1)
+        a_start, b_start = int(s.line_starts[chunk[0]]), int(s.line_starts[b_sentences[0]])
+        return Pair(a[a_lo:a_hi], b[b_lo:b_hi], is_random, a_start + a_lo, b_start + b_lo)
+
+    def sample_doc_sentences(self, rng: np.random.Generator) -> Pair:
+        """RoBERTa's DOC-SENTENCES input (§4.2): whole sentences of one document from a random sentence start,
+        as many as fit max_len - 2 (a first sentence longer than that is cut), as one segment; no b."""
+        s, budget = self.stream, self.max_len - 2
+        sentences = self._sentences_from(int(rng.integers(len(s.line_starts))), budget)
+        while len(sentences) > 1 and self.line_ends[sentences[-1]] - s.line_starts[sentences[0]] > budget:
+            sentences.pop()
+        a = self._span(sentences)[:budget]
+        return Pair(a, a[:0], False, int(s.line_starts[sentences[0]]), int(s.line_starts[sentences[0]]) + len(a))
+
     def collate(self, pairs: Sequence[Pair], generator: torch.Generator | None = None) -> BERTBatch:
         """Pairs → a BERTBatch padded to max_len, masked (target "mlm") or with next-token labels."""
         sp, T = self.specials, self.max_len
@@ -237,6 +315,9 @@ class PairBatches:
         segments = np.zeros((len(pairs), T), dtype=np.int64)
         for i, p in enumerate(pairs):
             na, nb = len(p.a), len(p.b)
+            if nb == 0:                                   # one segment (doc-sentences): [CLS] a [SEP]
+                ids[i, :na + 2] = [sp.cls_id, *p.a, sp.sep_id]
+                continue
             ids[i, :na + nb + 3] = [sp.cls_id, *p.a, sp.sep_id, *p.b, sp.sep_id]
             segments[i, na + 2:na + nb + 3] = 1
         ids, segments = torch.from_numpy(ids), torch.from_numpy(segments)

@@ -101,6 +101,8 @@ class BERTPretrainConfig:
     seed: int = 0
     shape: tuple[int, int] | None = None   # (n_layer, n_embd) instead of the profile's; steps follow (equal compute)
     schedule: str = "linear"       # §A.2: "linear decay of the learning rate"; "wsd" for a run at a budget
+    pairing: str = "lines"         # how pairs are cut: data.mlm.PAIRINGS ("google": create_pretraining_data.py)
+    nsp_weight: float = 1.0        # the NSP loss's weight in the sum (§A.2: 1; 0 keeps BERT's pairs, not its loss)
 
     def at_budget(self, budget: float) -> "BERTPretrainConfig":
         """This run stretched to `budget` × its compute: see recipes.gpt.at_budget."""
@@ -112,6 +114,9 @@ class BERTPretrainConfig:
         (`equal_compute_tokens`) / tokens per step."""
         if objective not in OBJECTIVES:
             raise ValueError(f"objective={objective!r}: use one of {', '.join(OBJECTIVES)}")
+        if overrides.get("pairing") == "doc-sentences" and objective == "mlm+nsp":
+            raise runtime.UsageError("--pairing doc-sentences has no second segment, so no NSP: give it "
+                                     "--objective mlm (RoBERTa §4.2)")
         sizes = {"smoke": dict(batch_size=8, eval_every=20, valid_batches=4),
                  "laptop": dict(),
                  # BERT-base's shape on one GPU (§A.2: LR 1e-4, 10,000 warm-up steps of 1M)
@@ -131,7 +136,7 @@ def batches_for(stream: DocumentStream, specials: SpecialTokens, config: BERTPre
     return PairBatches(stream, specials, config.batch_size, max_len, steps,
                        target="next" if config.objective == "ltr" else "mlm",
                        p_random_next=0.5 if config.objective == "mlm+nsp" else 0.0,
-                       mask_prob=config.mask_prob, seed=seed)
+                       mask_prob=config.mask_prob, seed=seed, pairing=config.pairing)
 
 
 def held_out_batches(tokenizer, valid_docs, config: BERTPretrainConfig, block_size: int) -> list[BERTBatch]:
@@ -145,18 +150,19 @@ def held_out_batches(tokenizer, valid_docs, config: BERTPretrainConfig, block_si
 # ----------------------------------------------------------------------------- training pieces
 
 class PretrainingLoss(torch.nn.Module):
-    """The Learner's view of BERT: a BERTBatch → (loss, {"mlm_loss", "nsp_loss"})."""
+    """The Learner's view of BERT: a BERTBatch → (mlm_loss + nsp_weight · nsp_loss, {"mlm_loss", "nsp_loss"})."""
 
-    def __init__(self, bert: BERT):
+    def __init__(self, bert: BERT, nsp_weight: float = 1.0):
         super().__init__()
-        self.bert = bert
+        self.bert, self.nsp_weight = bert, nsp_weight
 
     def forward(self, ids, segments, attention_mask, labels, nsp_labels):
         out = self.bert(ids, segments, attention_mask, labels, nsp_labels)
         extras = {"mlm_loss": out.mlm_loss.detach()}
-        if out.nsp_loss is not None:
-            extras["nsp_loss"] = out.nsp_loss.detach()
-        return out.loss, extras
+        if out.nsp_loss is None:
+            return out.mlm_loss, extras
+        extras["nsp_loss"] = out.nsp_loss.detach()
+        return out.mlm_loss + self.nsp_weight * out.nsp_loss, extras
 
 
 @torch.no_grad()
@@ -292,7 +298,7 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
                             checkpoint_dir / "snapshots" if checkpoint_dir else None, log=log, mask_id=mask_id)
     clock = TokenClock()
     callbacks = [curve, clock] + ([StopAfter(max_steps)] if max_steps else [])
-    learner = Learner(PretrainingLoss(model), train, None, weight_decay=config.weight_decay, clip=config.clip,
+    learner = Learner(PretrainingLoss(model, config.nsp_weight), train, None, weight_decay=config.weight_decay, clip=config.clip,
                       device=device, progress=progress, callbacks=callbacks, checkpoint_dir=checkpoint_dir,
                       checkpoint_every=config.eval_every if checkpoint_dir else None)
     curve.warm_start = warm_start(learner, model, warm_start_from, checkpoint_dir, resume)   # resuming reloads it
@@ -375,8 +381,11 @@ def pretrain_bert_command(args, command: str | None = None, corpus=None, tokeniz
     shape = parse_shape(args.shape) if args.shape else None
     if args.mask_prob is not None and not 0 < args.mask_prob < 1:
         raise runtime.UsageError(f"--mask-prob {args.mask_prob}: give a share between 0 and 1, e.g. 0.15 (§3.1)")
+    if args.nsp_weight is not None and (args.nsp_weight < 0 or args.objective != "mlm+nsp"):
+        raise runtime.UsageError(f"--nsp-weight {args.nsp_weight}: give a weight ≥ 0, with --objective mlm+nsp")
     overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr), ("shape", shape),
-                                   ("mask_prob", args.mask_prob)) if v is not None}
+                                   ("mask_prob", args.mask_prob), ("warmup", args.warmup),
+                                   ("pairing", args.pairing), ("nsp_weight", args.nsp_weight)) if v is not None}
     cfg = BERTPretrainConfig.for_profile(prof, args.objective, seed=args.seed, **overrides)
     budget = getattr(args, "budget", None)
     if budget is not None:

@@ -222,14 +222,26 @@ def _read_table(path: str | Path, columns: Sequence[str], encoding: str | None =
                         f"({', '.join(columns)}) and one row per example")
     sample = text[:65536]
     delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") or sample.count("\t") > sample.count(",") else ","
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     header = [h.strip() for h in reader.fieldnames or []]
     reader.fieldnames = header
     missing = [c for c in columns if c not in header]
     if missing:
+        other = _other_delimiter(text.partition("\n")[0], columns)
+        if other:
+            raise TaskError(f"{path}: the header row is split by {other!r}, not by commas or tabs: save the file "
+                            f"as comma-separated (or tab-separated, .tsv) values")
         raise TaskError(f"{path}: no column {missing[0]!r} (columns: {', '.join(header) or 'none'}); "
                         f"name the right one, e.g. --text-column / --label-column")
-    rows = [{c: (r[c] or "").strip() for c in columns} for r in reader]
+    rows, row_start = [], reader.line_num + 1
+    try:
+        for r in reader:
+            rows.append({c: (r[c] or "").strip() for c in columns})
+            row_start = reader.line_num + 1
+    except csv.Error as exc:   # strict: an unterminated quote is an error, not a field that swallows the file
+        what = "a quote (\") that is never closed" if "end of data" in str(exc) else f"malformed quoting ({exc})"
+        raise TaskError(f"{path}: line {row_start} has {what}; close it, or double a quote inside a field "
+                        f"(\"\")") from None
     if not rows:
         raise TaskError(f"{path} has a header row ({', '.join(header)}) and no rows below it: "
                         f"add one row per example")
@@ -237,6 +249,17 @@ def _read_table(path: str | Path, columns: Sequence[str], encoding: str | None =
     if not rows:
         raise TaskError(f"{path}: no row has a non-empty {' and '.join(map(repr, columns))}")
     return rows
+
+
+def _other_delimiter(header_line: str, columns: Sequence[str]) -> str | None:
+    """The delimiter (';' or '|') that splits a header line into fields naming every one of `columns`, as
+    csv.Sniffer reads it; None when there is none."""
+    try:
+        delimiter = csv.Sniffer().sniff(header_line, delimiters=";|").delimiter
+    except csv.Error:
+        return None
+    fields = [f.strip() for f in header_line.split(delimiter)]
+    return delimiter if all(c in fields for c in columns) else None
 
 
 def stratified_sample(labels: Sequence[int], n: int, seed: int) -> np.ndarray:
