@@ -87,6 +87,21 @@ def test_new_tokens_are_appended_and_the_head_stays_tied():
     assert model.gpt.head.weight is model.gpt.tok_emb.weight
 
 
+def test_added_tokens_can_start_as_a_pretrained_token_and_a_pooler_reads_the_extract_state():
+    gpt = tiny()
+    eos = gpt.tok_emb.weight[7].detach().clone()
+    model = GPTClassifier(gpt, n_classes=3, head="pooler", new_tokens_from=7).eval()
+    for new in (50, 51, 52):
+        torch.testing.assert_close(model.gpt.tok_emb.weight[new], eos)
+    ids, lengths = torch.tensor([[50, 3, 4, 52]]), torch.tensor([4])
+    last = model.gpt.hidden(ids)[0, 3]
+    expected = model.classifier(torch.tanh(model.pooler(last)))
+    torch.testing.assert_close(model(ids, lengths)[0], expected)
+    assert GPTClassifier(tiny(), 2).pooler is None
+    with pytest.raises(ValueError, match="head="):
+        GPTClassifier(tiny(), 2, head="mlp")
+
+
 def test_loss_is_task_loss_plus_half_the_lm_loss_on_text_tokens():
     torch.manual_seed(1)
     model = GPTClassifier(tiny(), n_classes=2, lm_coef=0.5).eval()

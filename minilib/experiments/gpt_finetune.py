@@ -40,6 +40,11 @@ class GPTFineTuneConfig:
     max_test: int | None = None       # score a fixed stratified subset of the test split (smoke)
 
 
+# Settings a candidate may add beyond GPTFineTuneConfig's (the factors chapter 06 swaps between GPT and its twin);
+# absent, a point is keyed as before they existed. head: "linear" (GPT-1's W_y) | "pooler" (BERT's dense · tanh);
+# new_tokens: "random" (GPT-1's new start/delim/extract embeddings) | "eos" (each starts as <|endoftext|>'s).
+FACTORS = ("head", "new_tokens")
+
 SIZES = {"smoke": GPTFineTuneConfig(epochs=1, batch_size=16, min_steps_per_epoch=4, max_test=200),
          "laptop": GPTFineTuneConfig(),
          "full": GPTFineTuneConfig()}
@@ -59,6 +64,13 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "LR 2.5e-4, 10 epochs": {"lr": 2.5e-4, "epochs": 10},
     # the paper's Table 5: the auxiliary LM loss helped its larger datasets, not the smaller ones
     "LR 2.5e-4, 10 epochs, no aux LM": {"lr": 2.5e-4, "epochs": 10, "lm_coef": 0.0},
+    # BERT's chosen recipe (experiments/bert_finetune.py: LR 1e-3, 10 epochs, batch 32, warm-up over 10 %), which
+    # its left-to-right twin fine-tunes by; with and without the auxiliary loss, and with the twin's other parts
+    "BERT's (LR 1e-3, 10 epochs, warm-up 10 %)": {"lr": 1e-3, "epochs": 10, "warmup": 0.1},
+    "BERT's, no aux LM": {"lr": 1e-3, "epochs": 10, "warmup": 0.1, "lm_coef": 0.0},
+    "BERT's, pooler head": {"lr": 1e-3, "epochs": 10, "warmup": 0.1, "head": "pooler"},
+    "BERT's, tokens from eos": {"lr": 1e-3, "epochs": 10, "warmup": 0.1, "new_tokens": "eos"},
+    "LR 2.5e-4, 10 epochs, tokens from eos": {"lr": 2.5e-4, "epochs": 10, "new_tokens": "eos"},
 }
 # What `experiment gpt-recipe` chose for each method on trec's and rt's validation tasks (lowest held-out
 # error averaged over both tasks and the label counts searched, gpt among the candidates that keep the auxiliary
@@ -131,11 +143,15 @@ def train_gpt_classifier(task: tasks.Task, idx, seed: int, settings: dict, check
     from minilib.experiments.tapt import apply_stage
 
     checkpoint, settings = apply_stage(task, checkpoint, settings)   # gpt-tapt: the in-domain stage first
-    config = GPTFineTuneConfig(**settings)
+    factors = {k: settings[k] for k in FACTORS if k in settings}
+    config = GPTFineTuneConfig(**{k: v for k, v in settings.items() if k not in FACTORS})
     pre = load_pretrained(checkpoint, "gpt")
     runtime.seed_everything(seed)
     gpt = pre.model if config.pretrained else GPT(pre.model.cfg)
-    model = (GPTTagger if task.kind == "token" else GPTClassifier)(gpt.train(), task.n_classes, lm_coef=config.lm_coef)
+    new_tokens_from = pre.vocab.eos_id if factors.get("new_tokens") == "eos" else None
+    model = (GPTTagger if task.kind == "token" else GPTClassifier)(
+        gpt.train(), task.n_classes, lm_coef=config.lm_coef, head=factors.get("head", "linear"),
+        new_tokens_from=new_tokens_from)
     fit = lambda train, valid, score: fine_tune_gpt(model, train, config.epochs, config.lr, config.warmup, valid=valid,
                                                     score=score, callbacks=callbacks, progress=progress)
     result = fine_tune_point(task, idx, seed, config, model, pre.vocab, lambda words: _word_pieces(pre.vocab, words),

@@ -394,6 +394,14 @@ def summarize(rows: Sequence[dict[str, Any]], ddof: int = 0) -> list[dict[str, A
              "seeds": len(e)} for (t, m, n), e in sorted(groups.items())]
 
 
+def seed_errors(rows: Sequence[dict[str, Any]]) -> dict[tuple, list[float]]:
+    """{(task, method, n_labels): each seed's error, in seed order}: what eval.stats compares."""
+    groups: dict[tuple, list[tuple[int, float]]] = {}
+    for r in rows:
+        groups.setdefault((r["task"], r["method"], r["n_labels"]), []).append((r["seed"], r["error"]))
+    return {key: [e for _, e in sorted(v)] for key, v in groups.items()}
+
+
 def summary_keys(summary: Sequence[dict[str, Any]], n_labels: int) -> str:
     """`<method>_err=… <method>_std=…` for every method at `n_labels` (the CLI's summary line)."""
     return " ".join(f"{r['method'].replace('-', '_')}_err={r['error']:.3f} {r['method'].replace('-', '_')}_std={r['error_std']:.3f}"

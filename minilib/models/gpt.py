@@ -113,14 +113,23 @@ class GPTClassifier(nn.Module):
     """
 
     N_SPECIAL = 3                                               # start, delim, extract
+    HEADS = ("linear", "pooler")
 
-    def __init__(self, gpt: GPT, n_classes: int, lm_coef: float = 0.5):
+    def __init__(self, gpt: GPT, n_classes: int, lm_coef: float = 0.5, head: str = "linear",
+                 new_tokens_from: int | None = None):
+        """head: "linear" (W_y on the extract state, §3.2) or "pooler" (BERT's dense · tanh first, a new
+        layer). new_tokens_from: a token id whose pretrained embedding the three added tokens start from
+        (e.g. <|endoftext|>, which GPT read between documents); None draws them new, as GPT-1 does."""
         super().__init__()
+        if head not in self.HEADS:
+            raise ValueError(f"head={head!r}: use one of {', '.join(self.HEADS)}")
         V, C = gpt.cfg.vocab_size, gpt.cfg.n_embd
         grown = nn.Embedding(V + self.N_SPECIAL, C)
         with torch.no_grad():
             nn.init.normal_(grown.weight, mean=0.0, std=0.02)    # the new tokens: GPT's initialisation
             grown.weight[:V] = gpt.tok_emb.weight
+            if new_tokens_from is not None:
+                grown.weight[V:] = gpt.tok_emb.weight[new_tokens_from]
         gpt.tok_emb = grown
         gpt.head = nn.Linear(C, V + self.N_SPECIAL, bias=False)
         gpt.head.weight = grown.weight                          # still tied (eq. 2: W_e)
@@ -128,9 +137,11 @@ class GPTClassifier(nn.Module):
         self.gpt, self.text_vocab, self.lm_coef = gpt, V, lm_coef
         self.start_id, self.delim_id, self.extract_id = V, V + 1, V + 2
         self.dropout = nn.Dropout(0.1)                          # §4.1: "dropout to the classifier with a rate of 0.1"
+        self.pooler = nn.Linear(C, C) if head == "pooler" else None
         self.classifier = nn.Linear(C, n_classes)               # W_y (eq. 3)
-        nn.init.normal_(self.classifier.weight, std=0.02)
-        nn.init.zeros_(self.classifier.bias)
+        for layer in filter(None, (self.pooler, self.classifier)):
+            nn.init.normal_(layer.weight, std=0.02)
+            nn.init.zeros_(layer.bias)
 
     def transform(self, ids_a: list[int], ids_b: list[int] | None = None) -> list[int]:
         """§3.3's traversal-style input: start · a · extract, or start · a · delim · b · extract, cut to
@@ -145,6 +156,8 @@ class GPTClassifier(nn.Module):
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor, labels: torch.Tensor | None = None):
         h = self.gpt.hidden(ids)                                              # (B, T, C)
         last = h[torch.arange(len(ids), device=ids.device), lengths.to(ids.device) - 1]   # the extract token
+        if self.pooler is not None:
+            last = torch.tanh(self.pooler(last))
         logits = self.classifier(self.dropout(last))                          # (B, n_classes)
         if labels is None:
             return logits
