@@ -8,7 +8,7 @@ EXPERIMENTS names each experiment: its module in minilib/experiments/, its help 
 adding its options (`@experiment(NAME, MODULE, HELP)` on it). The module's `cli_run(args, name) -> int` reads
 the parsed options and runs it; it parses nothing. A module is imported only when its experiment is named, so
 one experiment's dependencies never slow another. Like `bench`, every experiment ends with exactly one summary
-line, `NAME: key=value ...`. A command trains at most ~5 min of uncached points (grid.cost_guard) unless given
+line, `NAME: key=value ...`. A command trains at most ~30 min of uncached points (grid.cost_guard) unless given
 --fill; the experiments that plan their points (league, compute-axis) say the whole estimate before training any.
 Each experiment's parsed options carry `_defaults` (every option's default: what a command line rebuilt from
 them may leave out, as queue's stamp does).
@@ -385,7 +385,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "_missing", False):
         raise SystemExit(f"experiment {args.experiment!r} is not written yet ({args._module})")
     if not args.restamp:
-        with grid.cost_guard(None if args.fill else grid.LONG_S):
+        with grid.cost_guard(None if args.fill else grid.LONG_S, dry_run=hasattr(args, "dry_run")):
             return int(importlib.import_module(args._module).cli_run(args, args.experiment) or 0)
     with grid.restamping(restamp_command()) as done:
         status = int(importlib.import_module(args._module).cli_run(args, args.experiment) or 0)

@@ -35,7 +35,7 @@ from minilib.runtime import UsageError
 from minilib.train.learner import propagate_interrupts
 
 ALL = "all"  # a label count meaning "every labelled training example of the task"
-LONG_S = 300  # uncached training a command starts without --fill, in estimated CPU seconds
+LONG_S = 1800  # uncached training a command starts without --fill, in estimated CPU seconds (30 min)
 
 
 @dataclass
@@ -44,17 +44,19 @@ class CostGuard:
     limit_s: float | None
     spent_s: float = 0.0
     points: int = 0
+    dry_run: bool = False    # whether the command offers --dry-run, so the refusal may point to it
 
 
 _GUARD: CostGuard | None = None      # set by the command line (cli/experiment.py); lessons and widgets train freely
 
 
 @contextlib.contextmanager
-def cost_guard(limit_s: float | None = LONG_S):
+def cost_guard(limit_s: float | None = LONG_S, dry_run: bool = False):
     """Within: run_point counts each uncached point's estimated time and stops with a UsageError (the estimate and
-    --fill) before the total passes `limit_s`; points already trained stay cached."""
+    --fill, and --dry-run where the command has it) before the total passes `limit_s`; points already trained
+    stay cached."""
     global _GUARD
-    previous, _GUARD = _GUARD, CostGuard(limit_s)
+    previous, _GUARD = _GUARD, CostGuard(limit_s, dry_run=dry_run)
     try:
         yield _GUARD
     finally:
@@ -107,7 +109,8 @@ def check_cost(seconds: float, points: int) -> None:
     passes the guard's limit (the experiments that plan their points ask this first)."""
     if _GUARD is not None and _GUARD.limit_s is not None and seconds > _GUARD.limit_s:
         raise UsageError(f"this would train {points} uncached point{'s' * (points != 1)}, about {duration(seconds)} "
-                         f"of CPU: add --fill to run them (each is cached as it finishes), or --dry-run to list them")
+                         f"of CPU: add --fill to run them (each is cached as it finishes)"
+                         + (", or --dry-run to list them" if _GUARD.dry_run else ""))
 
 
 def _charge(task, m: "Method", n_labels: int, profile: str) -> None:
@@ -122,7 +125,7 @@ def _charge(task, m: "Method", n_labels: int, profile: str) -> None:
         done = f" after {_GUARD.points} uncached point{'s' * (_GUARD.points != 1)}" if _GUARD.points else ""
         raise UsageError(f"stopped{done}: the next ({task.name} n={n_labels} {m.name}) would take this command past "
                          f"{duration(_GUARD.limit_s)} of training (about {duration(_GUARD.spent_s + seconds)}): "
-                         f"add --fill to go on (what ran is cached), or --dry-run to see the plan")
+                         f"add --fill to go on (what ran is cached)" + (", or --dry-run to see the plan" if _GUARD.dry_run else ""))
     _GUARD.spent_s += seconds
     _GUARD.points += 1
 
