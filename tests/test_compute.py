@@ -60,6 +60,15 @@ def test_gpt3s_shape_and_tokens_reproduce_its_own_flop_count():
     assert gpt3.flops == pytest.approx(gpt3.reported_flops, rel=0.01)
     bert = next(p for p in compute.PAPERS if p.name == "BERT-base")
     assert bert.params == pytest.approx(85e6, rel=0.01)        # 110M total less its 30k × 768 embeddings
+    # §A.2: 1M steps of 256 sequences, 90 % at length 128 and 10 % at 512 — not 1M × 128,000 tokens
+    assert bert.tokens == pytest.approx(4.26e10, rel=0.01) and bert.flops == pytest.approx(2.17e19, rel=0.01)
+
+
+def test_every_paper_mark_on_the_compute_axis_is_the_ledgers():
+    from minilib.experiments import compute_axis
+
+    for mark in compute_axis.PAPER_MARKS.values():
+        assert mark in compute.PAPERS
 
 
 def test_run_on_the_shipped_gpt(tmp_path):

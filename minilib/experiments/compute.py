@@ -45,12 +45,22 @@ class PaperBudget:
         return 6 * self.params * self.tokens
 
 
+# The book's one ledger of the papers' pretraining scale: every "N× our compute" is read from it (`paper`).
 PAPERS = (
-    # §3: L=12, H=768; §A.2: 1,000,000 steps of 256 sequences × 512 tokens, which it rounds to 128,000 tokens a batch
-    PaperBudget("BERT-base", 12, 768, 1_000_000 * 128_000, "Devlin et al. 2018, §3 and §A.2"),
+    # §4.1: 12 layers, d 768, "100 epochs on minibatches of 64 ... sequences of 512 tokens" over BooksCorpus,
+    # 984M words (Zhu et al. 2015, Table 1). The paper gives no token count: one token a word, a lower bound.
+    PaperBudget("GPT-1 (estimate)", 12, 768, 100 * 984e6, "Radford et al. 2018 §4.1; Zhu et al. 2015 Table 1"),
+    # §3: L=12, H=768; §A.2: 1,000,000 steps of 256 sequences, "sequence length of 128 for 90% of the steps", then 512
+    # for the rest: 256 × (0.9 · 128 + 0.1 · 512) = 42,598 tokens a step on average (128,000 is the 512-token batch)
+    PaperBudget("BERT-base", 12, 768, 1_000_000 * 256 * (0.9 * 128 + 0.1 * 512), "Devlin et al. 2018, §3 and §A.2"),
     # Table 2.1: 96 layers, d_model 12,288; §2.2: every model trained on 300 billion tokens; Table D.1: 3.14e23 FLOPs
     PaperBudget("GPT-3 175B", 96, 12_288, 300e9, "Brown et al. 2020, Table 2.1, §2.2, Table D.1", 3.14e23),
 )
+
+
+def paper(name: str) -> PaperBudget:
+    """The ledger's entry for `name` ("GPT-1 (estimate)", "BERT-base", "GPT-3 175B")."""
+    return next(p for p in PAPERS if p.name == name)
 
 
 def non_embedding_params(model: nn.Module, vocab_size: int) -> int:

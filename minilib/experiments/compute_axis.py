@@ -42,6 +42,7 @@ import torch
 
 from minilib import provenance, runtime, tasks
 from minilib.experiments import grid, store
+from minilib.experiments.compute import paper
 from minilib.recipes import shipped as shipped_models
 from minilib.runtime import UsageError
 
@@ -123,30 +124,9 @@ CLAIMS = (
 )
 
 
-@dataclass(frozen=True)
-class PaperMark:
-    """A paper's pretraining compute, 6·N·D with Kaplan's N ≈ 12·n_layer·d_model², marked on the axis."""
-    name: str
-    n_layer: int
-    d_model: int
-    tokens: float
-    source: str
-
-    @property
-    def flops(self) -> float:
-        return 6.0 * 12 * self.n_layer * self.d_model ** 2 * self.tokens      # a float: BERT's passes int64
-
-
-PAPER_MARKS = {
-    # §4.1: 12 layers, d 768, "100 epochs on minibatches of 64 ... sequences of 512 tokens" over BooksCorpus,
-    # 984M words (Zhu et al. 2015, Table 1). The paper gives no token count: one token a word, a lower bound.
-    "gpt_vs_scratch": PaperMark("GPT-1 (estimate)", 12, 768, 100 * 984e6,
-                                "Radford et al. 2018 §4.1; Zhu et al. 2015 Table 1"),
-    # §3 (L 12, H 768) and §A.2: 1,000,000 steps of 128,000 tokens
-    "mlm_vs_ltr": PaperMark("BERT-base", 12, 768, 1_000_000 * 128_000, "Devlin et al. 2019, §3 and §A.2"),
-    "pretrained_vs_static": PaperMark("GPT-1 (estimate)", 12, 768, 100 * 984e6,
-                                      "Radford et al. 2018 §4.1; Zhu et al. 2015 Table 1"),
-}
+# Each claim's paper, from the one ledger (experiments/compute.py: PAPERS), marked on the axis.
+PAPER_MARKS = {"gpt_vs_scratch": paper("GPT-1 (estimate)"), "mlm_vs_ltr": paper("BERT-base"),
+               "pretrained_vs_static": paper("GPT-1 (estimate)")}
 
 
 @dataclass(frozen=True)
