@@ -26,23 +26,27 @@ def test_trend_slope_per_decade_and_crossover():
     assert compute_axis.fit_trend([1], [0.1])["slope_per_decade"] is None
 
 
-def _line(points, slope, crossover):
+def _line(points):
     series = [{"budget_x": x, "effect": e, "effect_std": sd} for x, e, sd in points]
-    return {"claim": "gpt_vs_scratch", "task": "trec", "series": series, "slope_per_decade": slope,
-            "crossover_x": crossover}
+    trend = compute_axis.fit_trend([p["budget_x"] for p in series], [p["effect"] for p in series])
+    return {"claim": "gpt_vs_scratch", "task": "trec", "series": series, **trend}
 
 
 def test_verdict_says_what_the_series_shows():
     v = compute_axis.verdict
-    assert "no budget measured yet" in v(_line([], None, None))
-    assert "too few for a trend" in v(_line([(1, -0.1, 0.01), (2, -0.05, 0.01)], 0.1, 3.0))
-    assert "already holds" in v(_line([(1, -0.1, 0.01), (2, 0.0, 0.01), (4, 0.05, 0.01)], 0.2, 2.0))
-    assert "no trend toward" in v(_line([(1, -0.1, 0.01), (2, -0.1, 0.01), (4, -0.12, 0.01)], -0.02, None))
-    ahead = v(_line([(1, -0.1, 0.01), (2, -0.08, 0.01), (4, -0.06, 0.01)], 0.07, 30.0))
-    assert "crosses 0 at about 30x our budget" in ahead
-    # the line crossed inside the measured range but the last effect is not above its spread: not "will cross"
-    behind = v(_line([(1, -0.1, 0.01), (2, 0.0, 0.05), (4, 0.02, 0.06)], 0.2, 1.99))
-    assert "crossed 0 at about 1.99x" in behind and "within its seed spread" in behind and "at this rate" not in behind
+    assert "no budget measured yet" in v(_line([]))
+    assert "too few for a trend" in v(_line([(1, -0.1, 0.01), (2, -0.05, 0.01)]))
+    assert "already holds" in v(_line([(1, -0.1, 0.01), (2, 0.0, 0.01), (4, 0.05, 0.01)]))
+    assert "no trend toward" in v(_line([(1, -0.1, 0.01), (2, -0.1, 0.01), (4, -0.12, 0.01)]))
+    # a steady trend: the crossover is printed with its interval, which closes within 10x the last budget
+    steady = _line([(1, -0.100, 0.01), (2, -0.0795, 0.01), (4, -0.0605, 0.01), (8, -0.0398, 0.01)])
+    lo, hi = steady["crossover_interval"]
+    assert lo < steady["crossover_x"] < hi < 80
+    assert f"crosses 0 at about {steady['crossover_x']:.3g}x (95 % interval" in v(steady)
+    # a noisy one with the same direction: the interval does not close, so no crossover is claimed
+    noisy = _line([(1, -0.10, 0.01), (2, -0.02, 0.01), (4, -0.09, 0.01), (8, -0.05, 0.01)])
+    assert noisy["crossover_x"] is not None and "no crossover within 10x of our largest budget (8x)" in v(noisy)
+    assert "crosses 0 at about" not in v(noisy)
 
 
 @pytest.mark.parametrize("profile", ["smoke", "laptop"])

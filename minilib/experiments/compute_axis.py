@@ -386,21 +386,58 @@ def shipped_mark(run: Run, profile: str, checkpoints: str | Path | None = None) 
 
 # ----------------------------------------------------------------------------- effects along the axis
 
-def fit_trend(xs: Sequence[float], effects: Sequence[float]) -> dict[str, float | None]:
-    """Least squares of effect on log10(x): {"slope_per_decade", "intercept" (the effect at x = 1),
-    "crossover_x": where the line reaches 0 moving the paper's way (slope > 0 and the first effect below 0),
-    else None}."""
-    xs, effects = np.log10(np.asarray(xs, dtype=float)), np.asarray(effects, dtype=float)
-    if len(xs) < 2:
-        return {"slope_per_decade": None, "intercept": None, "crossover_x": None}
-    slope, intercept = np.polyfit(xs, effects, 1)
+def fit_trend(xs: Sequence[float], effects: Sequence[float]) -> dict[str, Any]:
+    """Least squares of effect on log10(x): {"slope_per_decade", "slope_se" (its standard error, 3+ points),
+    "intercept" (the effect at x = 1), "crossover_x": where the line reaches 0 moving the paper's way (slope > 0
+    and the first effect below 0), else None, and "crossover_interval": [lo, hi] in x, the budgets where the fit's
+    95 % confidence band holds 0 (hi None: the band still holds 0 at 10⁶× the last budget, so the data do not
+    say where the line crosses)}."""
+    lx, effects = np.log10(np.asarray(xs, dtype=float)), np.asarray(effects, dtype=float)
+    if len(lx) < 2:
+        return {"slope_per_decade": None, "slope_se": None, "intercept": None, "crossover_x": None,
+                "crossover_interval": None}
+    slope, intercept = np.polyfit(lx, effects, 1)
     crossover = 10 ** (-intercept / slope) if slope > 0 and effects[0] < 0 else None
-    return {"slope_per_decade": float(slope), "intercept": float(intercept),
-            "crossover_x": None if crossover is None else float(crossover)}
+    slope_se = interval = None
+    if len(lx) >= 3:
+        from scipy import stats as st
+
+        n, mean, sxx = len(lx), lx.mean(), ((lx - lx.mean()) ** 2).sum()
+        s2 = ((effects - (intercept + slope * lx)) ** 2).sum() / (n - 2)
+        slope_se = float(np.sqrt(s2 / sxx))
+        if crossover is not None and s2 == 0:                          # a perfect line: the point itself
+            interval = [float(crossover), float(crossover)]
+        elif crossover is not None:
+            g = np.linspace(lx.min(), lx.max() + 6, 4001)             # from the first budget to 10⁶× the last
+            half = st.t.ppf(0.975, n - 2) * np.sqrt(s2 * (1 / n + (g - mean) ** 2 / sxx))
+            holds = np.abs(intercept + slope * g) <= half               # 0 inside the band
+            if holds.any():
+                inside = g[holds]
+                interval = [float(10 ** inside.min()), None if holds[-1] else float(10 ** inside.max())]
+    return {"slope_per_decade": float(slope), "slope_se": slope_se, "intercept": float(intercept),
+            "crossover_x": None if crossover is None else float(crossover), "crossover_interval": interval}
+
+
+EXTRAPOLATION_X = 10    # a crossover is printed as a finding only when its interval closes within 10× the last budget
+
+
+def crossover_text(line: dict[str, Any]) -> str:
+    """Where the fitted line crosses 0, with its 95 % interval, or that it does not within EXTRAPOLATION_X× the
+    largest budget measured (the interval does not close there): never a bare extrapolated number."""
+    last = line["series"][-1]["budget_x"]
+    interval = line.get("crossover_interval")
+    if line["crossover_x"] is None:
+        return "the fitted line does not cross 0 in the paper's direction"
+    if interval is None or interval[1] is None or interval[1] > EXTRAPOLATION_X * last:
+        lo = "" if interval is None else f" (the fit's 95 % interval runs from {interval[0]:.3g}x to " + \
+            ("beyond 10⁶× it)" if interval[1] is None else f"{interval[1]:.3g}x)")
+        return f"no crossover within {EXTRAPOLATION_X}x of our largest budget ({last:g}x){lo}"
+    return (f"the fitted line crosses 0 at about {line['crossover_x']:.3g}x "
+            f"(95 % interval {interval[0]:.3g}x to {interval[1]:.3g}x)")
 
 
 def _mean_std(rows: Sequence[dict]) -> tuple[float, float, int] | None:
-    s = grid.summarize(rows)
+    s = grid.summarize(rows, ddof=1)        # the book's rule: the sample std over seeds (eval/stats.py)
     return (s[0]["error"], s[0]["error_std"], s[0]["seeds"]) if s else None
 
 
@@ -585,18 +622,16 @@ def verdict(line: dict[str, Any]) -> str:
         effects = " → ".join(f"{p['effect'] * 100:+.1f}" for p in s)
         return (f"{line['claim']} on {line['task']}: {now}; {len(s)} budget(s) so far ({effects} points), "
                 f"too few for a trend ({MIN_TREND} needed){_shipped_clause(line)}")
+    se = line.get("slope_se")
+    per_decade = f"{slope * 100:+.1f}" + ("" if se is None else f" ± {se * 100:.1f}") + " points per decade of compute"
     if last["effect"] > last["effect_std"]:
-        trend = "the paper's direction already holds"
+        trend = f"the paper's direction already holds ({per_decade})"
     elif slope <= 0:
-        trend = f"no trend toward the paper's direction ({slope * 100:+.1f} points per decade of compute)"
-    elif line["crossover_x"] is not None and line["crossover_x"] <= last["budget_x"]:
-        trend = (f"the effect grows by {slope * 100:.1f} points per decade of compute; the fitted line crossed 0 "
-                 f"at about {line['crossover_x']:.3g}x, but the last effect is within its seed spread")
+        trend = f"no trend toward the paper's direction ({per_decade})"
     elif line["crossover_x"] is not None:
-        trend = (f"the gap shrinks by {slope * 100:.1f} points per decade of compute; at this rate it crosses 0 "
-                 f"at about {line['crossover_x']:.3g}x our budget")
+        trend = f"{per_decade}; {crossover_text(line)}"
     else:
-        trend = f"the effect grows by {slope * 100:.1f} points per decade of compute"
+        trend = f"the effect grows by {per_decade}"
     return f"{line['claim']} on {line['task']}: {now}; {trend}{_shipped_clause(line)}"
 
 
@@ -641,14 +676,16 @@ def report(result: dict[str, Any] | None, claim: str) -> None:
 
 def plot(result: dict[str, Any], claim: str | None = None, ax=None):
     """Each claim's effect (points of error, > 0 = the paper's direction) against pretraining compute (FLOPs,
-    log scale), ± the summed seed spreads, the fitted trend dashed out to the paper's own compute (a grey
-    line, named); the y axis spans the measurements, so an extrapolated line may leave it. One line per task."""
+    log scale), ± the effect's std (the two sides' sample stds in quadrature), the fitted trend solid over the
+    measured budgets and dashed beyond them out to the paper's own compute (a grey line, named), the dashed part
+    named an extrapolation in the legend; the y axis spans the measurements, so an extrapolated line may leave
+    it. One line per task."""
     import matplotlib.pyplot as plt
 
     lines = [c for c in result["claims"] if claim is None or c["claim"] == claim]
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
-    papers, span = {}, [0.0]
+    papers, span, extrapolated = {}, [0.0], False
     for i, c in enumerate(lines):
         s = c["series"]
         if not s:
@@ -661,15 +698,20 @@ def plot(result: dict[str, Any], claim: str | None = None, ax=None):
         span += list(effect - std) + list(effect + std)
         if c["slope_per_decade"] is not None:
             per_x = flops[0] / s[0]["budget_x"]             # FLOPs at 1x
-            xs = np.logspace(np.log10(flops.min()), np.log10(float(c["paper_flops"])), 50)
-            ax.plot(xs, (c["intercept"] + c["slope_per_decade"] * np.log10(xs / per_x)) * 100, ls="--", lw=1,
-                    color=f"C{i}", alpha=0.6)
+            line_at = lambda xs: (c["intercept"] + c["slope_per_decade"] * np.log10(xs / per_x)) * 100
+            measured = np.logspace(np.log10(flops.min()), np.log10(flops.max()), 20)
+            beyond = np.logspace(np.log10(flops.max()), np.log10(float(c["paper_flops"])), 50)
+            ax.plot(measured, line_at(measured), lw=1.2, color=f"C{i}", alpha=0.8)   # the fit, where measured
+            ax.plot(beyond, line_at(beyond), ls="--", lw=1, color=f"C{i}", alpha=0.5)
+            extrapolated = True
         if c.get("shipped"):           # the cooled branch: a star in the task's colour, beside the trend
             p = c["shipped"]
             ax.errorbar([p["flops"]], [p["effect"] * 100], yerr=[p["effect_std"] * 100], marker="*", ms=12,
                         capsize=3, ls="none", color=f"C{i}")
             span += [(p["effect"] - p["effect_std"]) * 100, (p["effect"] + p["effect_std"]) * 100]
         papers[c["paper"]] = c["paper_flops"]
+    if extrapolated:                   # one legend entry for every dashed line
+        ax.plot([], [], ls="--", lw=1, color="0.4", label="fit beyond the measured budgets: extrapolation")
     ships = {c["shipped"]["budget_x"] for c in lines if c.get("shipped")}
     if ships:                          # one legend entry for every star
         ax.plot([], [], marker="*", ms=10, ls="none", color="0.3",
