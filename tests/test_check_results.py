@@ -115,20 +115,20 @@ def run_check(root: Path, capsys) -> tuple[int, list[str]]:
 
 def test_a_clean_checkout_passes(repo, capsys):
     rc, lines = run_check(repo, capsys)
-    assert lines == ["check-results: lessons=2 stale=0 mismatches=0"] and rc == 0
+    assert lines == ["check-results: lessons=2 stale=0 mismatches=0 overclaims=0"] and rc == 0
 
 
 def test_a_changed_results_file_makes_its_lesson_stale(repo, capsys):
     (repo / "checkpoints" / "gpt-laptop.pt").write_bytes(b"other weights")
     rc, lines = run_check(repo, capsys)
-    assert rc == 1 and lines[-1] == "check-results: lessons=2 stale=1 mismatches=0"
+    assert rc == 1 and lines[-1] == "check-results: lessons=2 stale=1 mismatches=0 overclaims=0"
     assert lines[:-1] == ["stale 06-gpt: checkpoints/gpt-laptop.pt changed since it was read"]
 
 
 def test_a_gone_file_makes_every_lesson_that_read_it_stale(repo, capsys):
     (repo / "results" / "grid" / "trec-100-ulmfit-0.json").unlink()
     rc, lines = run_check(repo, capsys)
-    assert rc == 1 and lines[-1] == "check-results: lessons=2 stale=2 mismatches=0"
+    assert rc == 1 and lines[-1] == "check-results: lessons=2 stale=2 mismatches=0 overclaims=0"
     assert "stale 08-the-flywheel: results/grid/trec-100-ulmfit-0.json is gone" in lines
 
 
@@ -136,14 +136,29 @@ def test_a_lesson_run_at_smoke_is_stale(repo, capsys, monkeypatch):
     make_lesson(repo, "07-bert", monkeypatch, ["checkpoints/gpt-laptop.pt"], profile="smoke")
     rc, lines = run_check(repo, capsys)
     assert rc == 1 and lines == ["stale 07-bert: executed at profile smoke, not laptop",
-                                 "check-results: lessons=3 stale=1 mismatches=0"]
+                                 "check-results: lessons=3 stale=1 mismatches=0 overclaims=0"]
 
 
 def test_a_quantity_that_differs_between_lessons_is_a_mismatch(repo, capsys, monkeypatch):
     make_lesson(repo, "07-bert", monkeypatch, [], {"gpt.N": 5_207_552})   # the tied embedding counted
     rc, lines = run_check(repo, capsys)
     assert rc == 1 and lines == ["mismatch gpt.N: 06-gpt 3159552; 07-bert 5207552; 08-the-flywheel 3159552",
-                                 "check-results: lessons=3 stale=0 mismatches=1"]
+                                 "check-results: lessons=3 stale=0 mismatches=1 overclaims=0"]
+
+
+def test_a_bare_crossover_or_the_old_spread_rule_is_an_overclaim(repo, capsys):
+    nb = repo / "lessons" / "07-bert.ipynb"
+    nb.write_text((repo / "lessons" / "06-gpt.ipynb").read_text())
+    lesson = json.loads(nb.read_text())
+    lesson["cells"][1]["outputs"].append({"output_type": "stream", "name": "stdout", "text": [
+        "mlm_vs_ltr on pos: at this rate it crosses 0 at about 120x our budget\n",
+        "trec: the twin crosses 0 at about 2.68x (95 % interval 1.26x to 21.7x)\n",
+        "pos: pretraining raises the error by more than the seed spreads\n"]})
+    nb.write_text(json.dumps(lesson))
+    rc, lines = run_check(repo, capsys)
+    assert rc == 1 and lines[-1] == "check-results: lessons=3 stale=0 mismatches=0 overclaims=2"
+    assert [line.split(":")[1].strip() for line in lines[:-1]] == ["a crossover without its interval",
+                                                                   "a verdict by the summed-std rule"]
 
 
 def test_a_lesson_without_a_record_is_stale(repo, capsys):

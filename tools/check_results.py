@@ -10,13 +10,20 @@ quantities it noted (`provenance.note`). This check reads those records, hashes 
     stale     a lesson with no record, one executed at a profile other than laptop, or one that read a file
               that has changed or is gone since (the lesson and the file named): re-execute it;
     mismatch  one named quantity (a model's N, a compute figure, a league cell) with different values in
-              different lessons (each lesson and its value named).
+              different lessons (each lesson and its value named);
+    overclaim a saved output of a late chapter (OVERCLAIM_LESSONS) that prints a crossover without its 95 %
+              interval ("crosses 0 at about 120x" alone, "at this rate it crosses"), or a verdict by the old
+              spread rule (summed population stds, "by more than the seed spreads") instead of the book's one
+              rule (minilib/eval/stats.py).
 
-The last line is always `check-results: lessons=<n> stale=<k> mismatches=<m>`; the exit status is 1 when k + m > 0.
+The last line is always `check-results: lessons=<n> stale=<k> mismatches=<m> overclaims=<c>`; the exit status is 1
+when k + m + c > 0.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from pathlib import Path
 
@@ -66,8 +73,30 @@ def mismatches(records: dict[str, dict | None]) -> list[str]:
     return lines
 
 
-def check(root: Path) -> tuple[list[str], int, int, int]:
-    """(report lines, lessons, stale lessons, mismatched quantities) for the lessons under `root`."""
+OVERCLAIM_LESSONS = ("06", "07", "08")     # the chapters that read the compute axis and the twins
+OVERCLAIMS = {
+    "a crossover without its interval": re.compile(r"crosses 0 at about [0-9.e+]+x(?! \(95 % interval)|at this rate it crosses"),
+    "a verdict by the summed-std rule": re.compile(r"by more than the (two )?seed spreads|, spreads \d"),
+}
+
+
+def overclaims(notebook: Path) -> list[str]:
+    """Each saved output line of `notebook` that states a crossover or a verdict by another rule than the book's."""
+    if not notebook.name.startswith(OVERCLAIM_LESSONS):
+        return []
+    found = []
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/markdown", ""))
+            for line in text.splitlines():
+                for what, pattern in OVERCLAIMS.items():
+                    if pattern.search(line):
+                        found.append(f"overclaim {notebook.stem}: {what}: {line.strip()[:160]}")
+    return found
+
+
+def check(root: Path) -> tuple[list[str], int, int, int, int]:
+    """(report lines, lessons, stale lessons, mismatched quantities, overclaims) for the lessons under `root`."""
     notebooks = sorted((root / "lessons").glob("[0-9]*.ipynb"))
     cache: dict[Path, str | None] = {}
     records, lines, stale = {}, [], 0
@@ -83,7 +112,8 @@ def check(root: Path) -> tuple[list[str], int, int, int]:
         stale += bool(reasons)
         lines += [f"stale {nb.stem}: {r}" for r in reasons]
     bad = mismatches(records)
-    return lines + bad, len(notebooks), stale, len(bad)
+    claims = [line for nb in notebooks for line in overclaims(nb)]
+    return lines + bad + claims, len(notebooks), stale, len(bad), len(claims)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,11 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.root / "lessons").is_dir():
         print(f"check-results: {args.root} has no lessons/ folder; pass a checkout with --root", file=sys.stderr)
         return 2
-    lines, n, k, m = check(args.root.resolve())
+    lines, n, k, m, c = check(args.root.resolve())
     for line in lines:
         print(line)
-    print(f"check-results: lessons={n} stale={k} mismatches={m}")
-    return 1 if k + m else 0
+    print(f"check-results: lessons={n} stale={k} mismatches={m} overclaims={c}")
+    return 1 if k + m + c else 0
 
 
 if __name__ == "__main__":

@@ -170,10 +170,10 @@ def chosen_recipe(profile: str | None = None, **where) -> dict[str, str]:
 
 def ablation_table(rows) -> list[dict[str, Any]]:
     """grid.summarize's rows of the ablation methods, as accuracies: [{"task", "method", "n_labels",
-    "accuracy", "accuracy_std", "seeds"}] (std over seeds, ddof 0)."""
+    "accuracy", "accuracy_std", "seeds"}] (the sample std over seeds, ddof 1: eval/stats.py)."""
     return [{"task": r["task"], "method": r["method"], "n_labels": r["n_labels"], "accuracy": 1 - r["error"],
              "accuracy_std": r["error_std"], "seeds": r["seeds"]}
-            for r in grid.summarize(rows) if r["method"] in ABLATIONS]
+            for r in grid.summarize(rows, ddof=1) if r["method"] in ABLATIONS]
 
 
 def ablation_rows(task, label_counts, seeds, shape: tuple[int, int] | None = None, *, methods=ABLATIONS,
