@@ -644,11 +644,13 @@ def _shipped_clause(line: dict[str, Any]) -> str:
 
 def gap(line: dict[str, Any]) -> str:
     """How far the paper's point lies: '<paper> pretrained with ~X FLOPs, Y× our largest mark (source)'."""
-    s = line["series"]
+    from minilib.story import cited     # the book cites a paper by its venue's year
+
+    s, source = line["series"], cited(line["paper_source"])
     if not s:
-        return f"{line['paper']}: ~{line['paper_flops']:.1e} FLOPs ({line['paper_source']}); no mark measured yet"
+        return f"{line['paper']}: ~{line['paper_flops']:.1e} FLOPs ({source}); no mark measured yet"
     return (f"{line['paper']} pretrained with ~{line['paper_flops']:.1e} FLOPs, {line['paper_flops'] / s[-1]['flops']:,.0f}x "
-            f"our largest mark ({s[-1]['flops']:.1e}; {line['paper_source']})")
+            f"our largest mark ({s[-1]['flops']:.1e}; {source})")
 
 
 def marks_table(result: dict[str, Any] | None, runs: Sequence[str]) -> tuple[list[str], list[list[str]]]:
