@@ -35,6 +35,9 @@ VARIANTS = {   # name: (what differs, the pretrain options that make it)
     "doc-sentences": ("RoBERTa's DOC-SENTENCES input, no NSP (§4.2)",
                       ["--objective", "mlm", "--pairing", "doc-sentences"]),
     "google-nsp0": ("Google's pairs, NSP loss weighted 0", ["--pairing", "google", "--nsp-weight", "0"]),
+    # the released code clips the global norm at 1.0 for batches of 256 sequences; batch noise grows as
+    # 1/sqrt(batch), so at our 16 pairs the same clip sits sqrt(256 / 16) = 4 times lower
+    "clip4": ("MLM + NSP with the clip scaled to our batch (4.0)", ["--clip", "4"]),
 }
 GRAD_STEPS = (0, 500, 2000, 5000, 9000, 14000)   # snapshots whose per-head gradients are measured
 GRAD_BATCHES = 8
@@ -79,7 +82,7 @@ def _grad_norms(model, batches, nsp_weight: float) -> dict:
         model.zero_grad()
         rows.append((float(flat[0].norm()), float(flat[1].norm()),
                      float(torch.nn.functional.cosine_similarity(flat[0], flat[1], dim=0)), float(total),
-                     float(out.mlm_loss), float(out.nsp_loss)))
+                     float(out.mlm_loss.detach()), float(out.nsp_loss.detach())))
     model.eval()
     cols = list(zip(*rows))
     mean = lambda xs: sum(xs) / len(xs)
@@ -103,7 +106,8 @@ def summarize() -> int:
     mlm = load_pretrained(ROOT / REFERENCES["mlm"][0], "bert")
     tok, T = mlm.vocab, mlm.model.cfg.block_size
     specials = SpecialTokens.of(tok)
-    common = held_out_batches(tok, data.pretraining_corpus("valid"), BERTPretrainConfig(**mlm.meta["config"]), T)
+    mlm_config = BERTPretrainConfig(**mlm.meta["config"])
+    common = held_out_batches(tok, data.pretraining_corpus("valid"), mlm_config, T)
     train = DocumentStream.from_documents(tok, document_level(data.pretraining_corpus("train")))
     unigram = unigram_nats(train, common, tok.vocab_size)
     runs = {name: (ROOT / path, what) for name, (path, what) in REFERENCES.items()}
@@ -116,15 +120,30 @@ def summarize() -> int:
         config = BERTPretrainConfig(**pre.meta["config"])
         folder = ROOT / ".cache" / "pretrain" / path.stem / "snapshots"
         grad_batches = list(batches_for(train, specials, config, GRAD_BATCHES, T, seed=1))
+        metrics = pre.meta["metrics"]
+        same_held_out = (config.objective, config.pairing) == ("mlm", "lines") and \
+            (config.batch_size, config.valid_batches, config.seed) == (mlm_config.batch_size, mlm_config.valid_batches,
+                                                                       mlm_config.seed)
+        if folder.is_dir():                      # every snapshot scored again on the common held-out set
+            points = [(snap.step, snap.tokens, snap.source) for snap in snapshots(path, folder)]
+        elif same_held_out:                      # its own curve was scored on the very same batches
+            points = [(p["step"], p["tokens"], None) for p in metrics["curve"][:-1]] + \
+                     [(metrics["steps"], metrics["train_tokens_seen"], path)]
+        else:                                    # a shipped run without its snapshots: the end only
+            points = [(metrics["steps"], metrics["train_tokens_seen"], path)]
+        own = {p["step"]: p for p in metrics["curve"]}
         curve = []
-        for snap in snapshots(path, folder if folder.is_dir() else None):
-            model = pre.model if snap.source == path else snapshot_bert(snap.source, pre.model.cfg)
-            row = {"step": snap.step, "tokens": snap.tokens,
-                   "mask_nats": held_out_scores(model, common, specials.mask_id)["valid_mask_nats"]}
-            if config.objective == "mlm+nsp" and (snap.step in GRAD_STEPS or snap.source == path):
+        for step, tokens, source in points:
+            row = {"step": step, "tokens": tokens}
+            if source is None:
+                row["mask_nats"] = own[step]["valid_mask_nats"]
+                curve.append(row)
+                continue
+            model = pre.model if source == path else snapshot_bert(source, pre.model.cfg)
+            row["mask_nats"] = held_out_scores(model, common, specials.mask_id)["valid_mask_nats"]
+            if config.objective == "mlm+nsp" and (step in GRAD_STEPS or source == path):
                 row.update(_grad_norms(model, grad_batches, config.nsp_weight))
             curve.append(row)
-        metrics = pre.meta["metrics"]
         out[name] = {"what": what, "checkpoint": provenance.shown_path(path), "config": pre.meta["config"],
                      "tokens": metrics["train_tokens_seen"], "mask_nats": curve[-1]["mask_nats"],
                      "nsp_accuracy": metrics.get("valid_nsp_accuracy"), "curve": curve,

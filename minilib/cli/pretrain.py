@@ -126,6 +126,8 @@ def add_bert_arguments(p: argparse.ArgumentParser) -> None:
                    help="how pairs are cut: lines (default: from any sentence, b as long as the real rest), google "
                         "(create_pretraining_data.py's chunks of whole sentences) or doc-sentences (RoBERTa §4.2: "
                         "one segment, with --objective mlm); give --out a name of its own")
+    p.add_argument("--clip", type=float, default=None,
+                   help="the global gradient-norm clip (default 1.0, the released code's); give --out a name of its own")
     p.add_argument("--nsp-weight", type=float, default=None,
                    help="the NSP loss's weight (default 1, §A.2; 0 trains BERT's pairs on the masked LM alone); "
                         "give --out a name of its own")

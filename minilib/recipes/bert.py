@@ -381,11 +381,14 @@ def pretrain_bert_command(args, command: str | None = None, corpus=None, tokeniz
     shape = parse_shape(args.shape) if args.shape else None
     if args.mask_prob is not None and not 0 < args.mask_prob < 1:
         raise runtime.UsageError(f"--mask-prob {args.mask_prob}: give a share between 0 and 1, e.g. 0.15 (§3.1)")
+    if args.clip is not None and args.clip <= 0:
+        raise runtime.UsageError(f"--clip {args.clip}: give a gradient norm above 0, e.g. 1.0")
     if args.nsp_weight is not None and (args.nsp_weight < 0 or args.objective != "mlm+nsp"):
         raise runtime.UsageError(f"--nsp-weight {args.nsp_weight}: give a weight ≥ 0, with --objective mlm+nsp")
     overrides = {k: v for k, v in (("steps", args.steps), ("lr", args.lr), ("shape", shape),
                                    ("mask_prob", args.mask_prob), ("warmup", args.warmup),
-                                   ("pairing", args.pairing), ("nsp_weight", args.nsp_weight)) if v is not None}
+                                   ("pairing", args.pairing), ("nsp_weight", args.nsp_weight),
+                                   ("clip", args.clip)) if v is not None}
     cfg = BERTPretrainConfig.for_profile(prof, args.objective, seed=args.seed, **overrides)
     budget = getattr(args, "budget", None)
     if budget is not None:
