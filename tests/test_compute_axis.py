@@ -49,6 +49,25 @@ def test_verdict_says_what_the_series_shows():
     assert "crosses 0 at about" not in v(noisy)
 
 
+def test_synthesis_gives_each_claim_one_verdict_from_its_numbers():
+    def claim(points):
+        line = _line(points)
+        for p in line["series"]:
+            p["flops"] = 1e14 * p["budget_x"]
+        return {**line, "source": "a paper", "paper_flops": 1e19}
+
+    result = {"claims": [claim([(1, -0.10, 0.01), (2, 0.0, 0.01), (4, 0.05, 0.01)]),                    # holds
+                         claim([(1, -0.10, 0.01), (2, -0.05, 0.05), (4, 0.01, 0.05)]),                   # within
+                         claim([(1, -0.100, 0.01), (2, -0.0795, 0.01), (4, -0.0605, 0.01), (8, -0.0398, 0.01)]),
+                         claim([(1, -0.10, 0.01), (2, -0.02, 0.01), (4, -0.09, 0.01), (8, -0.05, 0.01)]),
+                         claim([(1, -0.01, 0.01), (2, -0.03, 0.01), (4, -0.05, 0.01), (8, -0.07, 0.01)])]}
+    rows = compute_axis.synthesis(result)
+    assert [r["verdict"] for r in rows] == ["holds", "holds within spreads", "trends toward", "no trend", "opposite"]
+    assert "95 % interval" in rows[2]["settle"] and "the axis grows tokens, not N" in rows[3]["settle"]
+    header, cells = compute_axis.synthesis_table(rows)
+    assert len(cells[0]) == len(header) and cells[0][3] == "-10.0 ± 1.0"
+
+
 @pytest.mark.parametrize("profile", ["smoke", "laptop"])
 def test_every_mark_is_a_step_the_long_run_snapshots(profile):
     """Snapshots fall every eval_every steps and at the run's last step; a mark elsewhere would never be found

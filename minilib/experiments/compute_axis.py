@@ -635,6 +635,68 @@ def verdict(line: dict[str, Any]) -> str:
     return f"{line['claim']} on {line['task']}: {now}; {trend}{_shipped_clause(line)}"
 
 
+CLAIM_CHAPTER = {"gpt_vs_scratch": 6, "mlm_vs_ltr": 7, "pretrained_vs_static": 8}
+VERDICTS = ("holds", "holds within spreads", "trends toward", "no trend", "opposite")
+
+
+def synthesis(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per claim and task, for the closing table of chapter 08 (06 and 07 show their own rows): the
+    paper's claim, the effect at 1x and at the longest budget measured, the shipped branch's, the trend per
+    decade with its standard error, a verdict in VERDICTS and what measured thing would settle it.
+
+    The verdict reads the longest budget and the trend: "holds" when that effect is above 0 by more than its
+    spread (the two sides' sample stds in quadrature), "holds within spreads" when it is above 0 but within
+    it; below 0, "trends toward" when the slope is above 0 by more than two standard errors, "opposite" when
+    it is below 0 by as much, else "no trend"."""
+    rows = []
+    for c in result["claims"]:
+        s = c["series"]
+        if not s:
+            continue
+        first = next((p for p in s if p["budget_x"] == 1), None)
+        last, slope, se = s[-1], c["slope_per_decade"], c.get("slope_se")
+        significant = slope is not None and se is not None and abs(slope) > 2 * se
+        if last["effect"] > last["effect_std"]:
+            verdict = "holds"
+        elif last["effect"] > 0:
+            verdict = "holds within spreads"
+        elif significant and slope > 0:
+            verdict = "trends toward"
+        elif significant:
+            verdict = "opposite"
+        else:
+            verdict = "no trend"
+        if verdict == "holds":
+            settle = "settled at our scale"
+        elif verdict == "holds within spreads":
+            settle = "more seeds at the longest budget (the spread, not the mean, is in doubt)"
+        elif verdict == "trends toward":
+            settle = crossover_text(c)
+        else:
+            settle = (f"budgets beyond {last['budget_x']:g}x; the paper's compute is "
+                      f"{c['paper_flops'] / last['flops']:,.0f}x our longest, and the axis grows tokens, not N")
+        rows.append({"chapter": CLAIM_CHAPTER[c["claim"]], "claim": c["claim"], "task": c["task"],
+                     "paper": c["source"], "effect_1x": first["effect"] if first else None,
+                     "effect_1x_std": first["effect_std"] if first else None,
+                     "longest_x": last["budget_x"], "effect_longest": last["effect"],
+                     "effect_longest_std": last["effect_std"],
+                     "shipped": (c.get("shipped") or {}).get("effect"),
+                     "slope_per_decade": slope, "slope_se": se, "verdict": verdict, "settle": settle})
+    return rows
+
+
+def synthesis_table(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """(header, cells) of synthesis() rows as a lesson shows them, effects in error points."""
+    pts = lambda v, sd=None: "—" if v is None else f"{v * 100:+.1f}" + ("" if sd is None else f" ± {sd * 100:.1f}")
+    header = ["ch.", "claim (paper)", "task", "effect at 1x", "at the longest", "shipped 5x", "trend / decade",
+              "verdict", "what would settle it"]
+    cells = [[f"{r['chapter']:02d}", f"{r['claim']} ({r['paper']})", r["task"], pts(r["effect_1x"], r["effect_1x_std"]),
+              f"{pts(r['effect_longest'], r['effect_longest_std'])} ({r['longest_x']:g}x)", pts(r["shipped"]),
+              "—" if r["slope_per_decade"] is None else f"{pts(r['slope_per_decade'])} ± {r['slope_se'] * 100:.1f}",
+              r["verdict"], r["settle"]] for r in rows]
+    return header, cells
+
+
 def _shipped_clause(line: dict[str, Any]) -> str:
     """'; the shipped model (the 5x branch, cooled): +x points (± y)', or '' where it has not shipped."""
     p = line.get("shipped")
