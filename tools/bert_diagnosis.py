@@ -40,7 +40,7 @@ VARIANTS = {   # name: (what differs, the pretrain options that make it)
     "clip4": ("MLM + NSP with the clip scaled to our batch (4.0)", ["--clip", "4"]),
 }
 GRAD_STEPS = (0, 500, 2000, 5000, 9000, 14000)   # snapshots whose per-head gradients are measured
-GRAD_BATCHES = 8
+GRAD_BATCHES = 16   # 16 batches of 16 pairs: pooled, the paper's 256 sequences a step (§A.2)
 
 
 def command(name: str) -> list[str]:
@@ -68,7 +68,7 @@ def _grad_norms(model, batches, nsp_weight: float) -> dict:
     import torch
 
     shared = [p for n, p in model.named_parameters() if not n.startswith(("pooler", "nsp_head", "mlm."))]
-    rows = []
+    rows, sums = [], [0.0, 0.0]
     model.train()
     for batch in batches:
         out = model(*batch)
@@ -80,15 +80,35 @@ def _grad_norms(model, batches, nsp_weight: float) -> dict:
         (out.mlm_loss + nsp_weight * out.nsp_loss).backward()
         total = torch.sqrt(sum((p.grad ** 2).sum() for p in model.parameters() if p.grad is not None))
         model.zero_grad()
+        sums = [sums[0] + flat[0], sums[1] + flat[1]]
         rows.append((float(flat[0].norm()), float(flat[1].norm()),
                      float(torch.nn.functional.cosine_similarity(flat[0], flat[1], dim=0)), float(total),
                      float(out.mlm_loss.detach()), float(out.nsp_loss.detach())))
     model.eval()
     cols = list(zip(*rows))
     mean = lambda xs: sum(xs) / len(xs)
+    # the mean of the batches' gradients is the gradient of one batch len(batches) times larger: noise shrinks
+    # in it as 1/sqrt(len(batches)), the signal does not
     return {"mlm_grad_norm": mean(cols[0]), "nsp_grad_norm": mean(cols[1]), "cosine": mean(cols[2]),
+            "mlm_grad_norm_pooled": float((sums[0] / len(batches)).norm()),
+            "nsp_grad_norm_pooled": float((sums[1] / len(batches)).norm()), "pooled_batches": len(batches),
             "total_grad_norm": mean(cols[3]), "clipped_share": mean([t > 1.0 for t in cols[3]]),
             "mlm_loss": mean(cols[4]), "nsp_loss": mean(cols[5])}
+
+
+def adam_second_moment(model, state_path: Path) -> float | None:
+    """The RMS of Adam's running gradient scale, sqrt(exp_avg_sq), over the encoder's blocks, read from a run's
+    resumable training state (None without one): how large the gradients the shared layers are divided by."""
+    import torch
+
+    if not state_path.is_file():
+        return None
+    opt = torch.load(state_path, map_location="cpu", weights_only=False)["opt"]
+    params = [(f"bert.{n}", p) for n, p in model.named_parameters()]          # PretrainingLoss wraps it as .bert
+    order = [n for n, p in params if p.ndim >= 2] + [n for n, p in params if p.ndim < 2]   # train.groups' split
+    chunks = [opt["state"][i]["exp_avg_sq"].sqrt().reshape(-1) for i, name in enumerate(order)
+              if name.startswith("bert.blocks.") and i in opt["state"]]
+    return float(torch.cat(chunks).pow(2).mean().sqrt()) if chunks else None
 
 
 def summarize() -> int:
@@ -144,7 +164,9 @@ def summarize() -> int:
             if config.objective == "mlm+nsp" and (step in GRAD_STEPS or source == path):
                 row.update(_grad_norms(model, grad_batches, config.nsp_weight))
             curve.append(row)
-        out[name] = {"what": what, "checkpoint": provenance.shown_path(path), "config": pre.meta["config"],
+        out[name] = {"adam_block_grad_rms": adam_second_moment(pre.model, ROOT / ".cache" / "pretrain" / path.stem /
+                                                                "fit-0.pt"),
+                     "what": what, "checkpoint": provenance.shown_path(path), "config": pre.meta["config"],
                      "tokens": metrics["train_tokens_seen"], "mask_nats": curve[-1]["mask_nats"],
                      "nsp_accuracy": metrics.get("valid_nsp_accuracy"), "curve": curve,
                      "own_held_out_curve": [{k: p[k] for k in ("step", "tokens", "valid_mask_nats",
