@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 SHAPE, STEPS = "2x128", 14407          # the shipped bert-mlm-laptop-2x128 run's shape and schedule
 RUNS = ROOT / ".cache" / "bert-diagnosis"
-RESULT = ROOT / "results" / "bert-diagnosis-laptop.json"
+RESULT = ROOT / "results" / "bert-diagnosis-laptop.json"     # experiments.bert_plateau.DIAGNOSIS's laptop file
 REFERENCES = {"mlm+nsp": ("checkpoints/bert-laptop-2x128.pt", "BERT as shipped: MLM + NSP, this book's pairs"),
               "mlm": ("checkpoints/bert-mlm-laptop-2x128.pt", "the masked LM alone, real continuations")}
 VARIANTS = {   # name: (what differs, the pretrain options that make it)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 TASKS, LABELS, SEEDS = ("trec", "rt"), 100, (0, 1, 2)
 FOLDER = ROOT / "results" / "gpt-factors"
-RESULT = ROOT / "results" / "gpt-factors-laptop.json"
+RESULT = ROOT / "results" / "gpt-factors-laptop.json"       # experiments.gpt_finetune.FACTOR_TABLE's laptop file
 BERT_RECIPE = {"lr": 1e-3, "epochs": 10, "warmup": 0.1}          # bert_finetune.FINE_TUNING["bert"], batch 32 both
 FACTORS = {   # name: (method, the change to the paper's settings, what it swaps)
     "bert-recipe": ("gpt", {**BERT_RECIPE}, "BERT's LR and warm-up (λ = 0.5 kept)"),

@@ -27,6 +27,7 @@ from minilib.experiments import store
 from minilib.runtime import UsageError
 
 RESULT = store.register("bert-plateau", "profile", "shape")    # the encoders' snapshots decide the rest
+DIAGNOSIS = store.register("bert-diagnosis", "shape", "steps")   # MLM + NSP's variants: tools/bert_diagnosis.py
 MASKED = ("mlm+nsp", "mlm")          # the objectives whose masked positions are split
 REFERENCE = "ltr"                    # the twin read from its JSON's curve
 PROBE_SENTENCES = {"smoke": 40, "laptop": 300, "full": 300}   # pos train / test sentences of the linear probe

@@ -44,6 +44,7 @@ class GPTFineTuneConfig:
 # absent, a point is keyed as before they existed. head: "linear" (GPT-1's W_y) | "pooler" (BERT's dense · tanh);
 # new_tokens: "random" (GPT-1's new start/delim/extract embeddings) | "eos" (each starts as <|endoftext|>'s).
 FACTORS = ("head", "new_tokens")
+FACTOR_TABLE = store.register("gpt-factors", "labels", "seeds")   # GPT against its twin: tools/gpt_factors.py
 
 SIZES = {"smoke": GPTFineTuneConfig(epochs=1, batch_size=16, min_steps_per_epoch=4, max_test=200),
          "laptop": GPTFineTuneConfig(),
