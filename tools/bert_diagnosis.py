@@ -69,6 +69,7 @@ def _grad_norms(model, batches, nsp_weight: float) -> dict:
 
     shared = [p for n, p in model.named_parameters() if not n.startswith(("pooler", "nsp_head", "mlm."))]
     rows, sums = [], [0.0, 0.0]
+    torch.manual_seed(0)                    # dropout's draws: the same numbers every time
     model.train()
     for batch in batches:
         out = model(*batch)
