@@ -106,9 +106,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     r = sub.add_parser("run", help="train the factors' missing points")
-    r.add_argument("names", nargs="*", choices=[*FACTORS, []], default=list(FACTORS))
+    r.add_argument("names", nargs="*", metavar="FACTOR", help=f"some of {', '.join(FACTORS)} (default: all)")
     sub.add_parser("summarize", help="results/gpt-factors-laptop.json")
     args = p.parse_args(argv)
+    unknown = [n for n in getattr(args, "names", []) if n not in FACTORS]
+    if unknown:
+        p.error(f"unknown factor {unknown[0]!r}: use some of {', '.join(FACTORS)}")
     return run(args.names or list(FACTORS)) if args.what == "run" else summarize()
 
 
