@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 SHAPE, STEPS = "2x128", 14407          # the shipped bert-mlm-laptop-2x128 run's shape and schedule
 RUNS = ROOT / ".cache" / "bert-diagnosis"
-RESULT = ROOT / "results" / "bert-diagnosis-laptop.json"     # experiments.bert_plateau.DIAGNOSIS's laptop file
+RESULT = "bert-diagnosis"      # experiments.bert_plateau.DIAGNOSIS: results/bert-diagnosis-laptop.json
 REFERENCES = {"mlm+nsp": ("checkpoints/bert-laptop-2x128.pt", "BERT as shipped: MLM + NSP, this book's pairs"),
               "mlm": ("checkpoints/bert-mlm-laptop-2x128.pt", "the masked LM alone, real continuations")}
 VARIANTS = {   # name: (what differs, the pretrain options that make it)
@@ -116,6 +116,7 @@ def summarize() -> int:
     import torch
 
     from minilib import data, provenance
+    from minilib.experiments import store
     from minilib.data.mlm import DocumentStream, SpecialTokens, document_level
     from minilib.experiments.bert_plateau import snapshot_bert
     from minilib.experiments.flywheel import snapshots
@@ -175,10 +176,10 @@ def summarize() -> int:
                                             for p in metrics["curve"]]}
         print(f"bert-diagnosis: run={name} tokens={out[name]['tokens']} mask_nats={out[name]['mask_nats']:.3f} "
               f"unigram={unigram:.3f} nsp_accuracy={out[name]['nsp_accuracy']}")
-    provenance.write_if_changed(RESULT, {"shape": SHAPE, "steps": STEPS, "unigram_at_mask_common": unigram,
+    provenance.write_if_changed(store.path(RESULT, "laptop"), {"shape": SHAPE, "steps": STEPS, "unigram_at_mask_common": unigram,
                                          "held_out": "the MLM-only run's held-out batches (real continuations)",
                                          "runs": out, "provenance": provenance.stamp()})
-    print(f"wrote {RESULT.relative_to(ROOT)}")
+    print(f"wrote {store.path(RESULT, 'laptop').relative_to(ROOT)}")
     return 0
 
 

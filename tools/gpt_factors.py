@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 TASKS, LABELS, SEEDS = ("trec", "rt"), 100, (0, 1, 2)
 FOLDER = ROOT / "results" / "gpt-factors"
-RESULT = ROOT / "results" / "gpt-factors-laptop.json"       # experiments.gpt_finetune.FACTOR_TABLE's laptop file
+RESULT = "gpt-factors"        # experiments.gpt_finetune.FACTOR_TABLE: results/gpt-factors-laptop.json
 BERT_RECIPE = {"lr": 1e-3, "epochs": 10, "warmup": 0.1}          # bert_finetune.FINE_TUNING["bert"], batch 32 both
 FACTORS = {   # name: (method, the change to the paper's settings, what it swaps)
     "bert-recipe": ("gpt", {**BERT_RECIPE}, "BERT's LR and warm-up (λ = 0.5 kept)"),
@@ -68,7 +68,7 @@ def run(names) -> int:
 
 def summarize() -> int:
     from minilib import provenance
-    from minilib.experiments import grid
+    from minilib.experiments import grid, store
     from minilib.eval.stats import difference_interval, mean_std
 
     rows = {}
@@ -96,9 +96,9 @@ def summarize() -> int:
             print(f"gpt-factors: {name} {t} error={mean:.3f} std={std:.3f} moved={entry[t]['moved']:+.3f} "
                   f"interval=[{lo:+.3f}, {hi:+.3f}]")
         out[name] = entry
-    provenance.write_if_changed(RESULT, {"labels": LABELS, "seeds": list(SEEDS), "rows": out,
+    provenance.write_if_changed(store.path(RESULT, "laptop"), {"labels": LABELS, "seeds": list(SEEDS), "rows": out,
                                          "provenance": provenance.stamp()})
-    print(f"wrote {RESULT.relative_to(ROOT)}")
+    print(f"wrote {store.path(RESULT, 'laptop').relative_to(ROOT)}")
     return 0
 
 

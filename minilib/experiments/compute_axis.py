@@ -43,6 +43,7 @@ import torch
 from minilib import provenance, runtime, tasks
 from minilib.experiments import grid, store
 from minilib.experiments.compute import paper
+from minilib.story import cited     # the book cites a paper by its venue's year
 from minilib.recipes import shipped as shipped_models
 from minilib.runtime import UsageError
 
@@ -706,8 +707,6 @@ def _shipped_clause(line: dict[str, Any]) -> str:
 
 def gap(line: dict[str, Any]) -> str:
     """How far the paper's point lies: '<paper> pretrained with ~X FLOPs, Y× our largest mark (source)'."""
-    from minilib.story import cited     # the book cites a paper by its venue's year
-
     s, source = line["series"], cited(line["paper_source"])
     if not s:
         return f"{line['paper']}: ~{line['paper_flops']:.1e} FLOPs ({source}); no mark measured yet"
