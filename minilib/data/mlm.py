@@ -242,14 +242,19 @@ class PairBatches:
         cut = int(s.line_starts[rng.integers(lo, hi)]) if hi > lo else a_start + int(rng.integers(1, end - a_start))
         b_len = end - cut
         if rng.random() < self.p_random_next:                                   # NotNext: b from another document
-            while True:
-                b_start = int(s.line_starts[rng.integers(len(s.line_starts))])
-                other = s.doc_of(b_start)
-                if other != doc:
-                    break
+            b_start = int(s.line_starts[self._line_in_another_document(rng, doc)])
+            other = s.doc_of(b_start)
             b = s.ids[b_start:min(int(s.doc_bounds[other + 1]), b_start + b_len)]
             return Pair(s.ids[a_start:cut], b, True, a_start, b_start)
         return Pair(s.ids[a_start:cut], s.ids[cut:end], False, a_start, cut)
+
+    def _line_in_another_document(self, rng: np.random.Generator, doc: int) -> int:
+        """A random line (sentence) index whose document is not `doc`: where a NotNext b starts."""
+        s = self.stream
+        while True:
+            k = int(rng.integers(len(s.line_starts)))
+            if s.doc_of(int(s.line_starts[k])) != doc:
+                return k
 
     def _sentences_from(self, k: int, target: int) -> list[int]:
         """Sentence indices k, k + 1, ... of k's document until their tokens reach `target` (or it ends)."""
@@ -279,11 +284,7 @@ class PairBatches:
         a_end = 1 if len(chunk) < 2 else int(rng.integers(1, len(chunk)))
         a = self._span(chunk[:a_end])
         if len(chunk) == 1 or rng.random() < self.p_random_next:
-            doc = s.doc_of(int(s.line_starts[chunk[0]]))
-            while True:
-                k = int(rng.integers(len(s.line_starts)))
-                if s.doc_of(int(s.line_starts[k])) != doc:
-                    break
+            k = self._line_in_another_document(rng, s.doc_of(int(s.line_starts[chunk[0]])))
             b_sentences, is_random = self._sentences_from(k, max(target - len(a), 1)), True
         else:
             b_sentences, is_random = chunk[a_end:], False
