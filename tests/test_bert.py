@@ -551,13 +551,18 @@ def test_shipped_bert_remeasures_its_held_out_loss_at_gpts_compute(path, one_thr
     assert path.stat().st_size <= 30e6
     recipe = BERTPretrainConfig.for_profile("laptop", config.objective, shape=config.shape)
     budget = config.steps / recipe.steps if config.schedule == "wsd" else None      # at_budget's runs
-    if config.mask_prob == BERTPretrainConfig.mask_prob:         # another rate is saved under a name of its own
-        assert default_out("laptop", config.objective, config.shape, budget).name == path.name
     m = meta["metrics"]
     tokens_per_step = config.batch_size * model.cfg.block_size
-    assert abs(m["train_tokens_seen"] - (budget or 1) * equal_compute_tokens("laptop", config.objective,
-                                                                             shape=config.shape)) \
-        <= (budget or 1) * tokens_per_step
+    # a recipe changed in one place (another masking rate or NSP weight) is saved under a name of its own
+    own_name = (config.mask_prob, config.nsp_weight) != (BERTPretrainConfig.mask_prob, BERTPretrainConfig.nsp_weight)
+    if not own_name:
+        assert default_out("laptop", config.objective, config.shape, budget).name == path.name
+    if own_name and config.steps != recipe.steps:      # trained at another run's schedule (tools/bert_diagnosis.py)
+        assert m["train_tokens_seen"] == config.steps * tokens_per_step
+    else:
+        assert abs(m["train_tokens_seen"] - (budget or 1) * equal_compute_tokens("laptop", config.objective,
+                                                                                 shape=config.shape)) \
+            <= (budget or 1) * tokens_per_step
     valid = held_out_batches(tok, data.pretraining_corpus("valid"), config, model.cfg.block_size)
     scores = held_out_scores(model, valid)
     assert scores["valid_nats_per_token"] == pytest.approx(m["valid_nats_per_token"], rel=1e-5)

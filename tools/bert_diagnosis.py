@@ -38,6 +38,10 @@ VARIANTS = {   # name: (what differs, the pretrain options that make it)
     # the released code clips the global norm at 1.0 for batches of 256 sequences; batch noise grows as
     # 1/sqrt(batch), so at our 16 pairs the same clip sits sqrt(256 / 16) = 4 times lower
     "clip4": ("MLM + NSP with the clip scaled to our batch (4.0)", ["--clip", "4"]),
+    # the fix's candidates: NSP's gradient over the shared encoder is ~4x the masked LM's once NSP learns, so a
+    # weight of 0.3 brings it to about the MLM's size and 0.1 well below it
+    "nsp0.3": ("MLM + NSP, the NSP loss weighted 0.3", ["--nsp-weight", "0.3"]),
+    "nsp0.1": ("MLM + NSP, the NSP loss weighted 0.1", ["--nsp-weight", "0.1"]),
 }
 GRAD_STEPS = (0, 500, 2000, 5000, 9000, 14000)   # snapshots whose per-head gradients are measured
 GRAD_BATCHES = 16   # 16 batches of 16 pairs: pooled, the paper's 256 sequences a step (§A.2)

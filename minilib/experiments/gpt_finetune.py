@@ -71,6 +71,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "BERT's, no aux LM": {"lr": 1e-3, "epochs": 10, "warmup": 0.1, "lm_coef": 0.0},
     "BERT's, pooler head": {"lr": 1e-3, "epochs": 10, "warmup": 0.1, "head": "pooler"},
     "BERT's, tokens from eos": {"lr": 1e-3, "epochs": 10, "warmup": 0.1, "new_tokens": "eos"},
+    "BERT's, tokens from eos, no aux LM": {"lr": 1e-3, "epochs": 10, "warmup": 0.1, "new_tokens": "eos",
+                                           "lm_coef": 0.0},
     "LR 2.5e-4, 10 epochs, tokens from eos": {"lr": 2.5e-4, "epochs": 10, "new_tokens": "eos"},
 }
 # What `experiment gpt-recipe` chose for each method on trec's and rt's validation tasks (lowest held-out
