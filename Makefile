@@ -21,6 +21,13 @@ STAMP       := $(VENV)/.installed
 # JupyterLab refuses to run as root (a container, a lab machine) unless told --allow-root
 ALLOW_ROOT  := $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_ARGS    ?=
+# The test targets run pytest on every core (pytest-xdist), a worker per core up to 4 (each worker and the lesson
+# kernels it starts hold ~1-2 GB), one torch thread each (tests/conftest.py; OMP_NUM_THREADS=1 also reaches
+# the kernels nbval starts). --dist loadfile: a file's tests on one worker, so a lesson's cells run in order in
+# one kernel and a module's fixtures are built once. TEST_JOBS=0 runs pytest in one process, as before.
+TEST_JOBS   ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 4 ? n : 4 )))
+XDIST       := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
+ONE_THREAD  := $(if $(XDIST),OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
 # torch threads wait passively: spin-waiting stalls small ops on a busy machine (minilib/__init__.py)
 export OMP_WAIT_POLICY ?= PASSIVE
 
@@ -80,7 +87,7 @@ classroom-server:
 # slowest tests, so a CI run that nears its 40-minute budget says where the time went.
 test: data browser book
 	$(PY) tools/check_results.py
-	$(SMOKE) $(BIN)/pytest -q --durations=25 --nbval-lax --nbval-current-env -p no:cacheprovider --ignore=tests/browser -m "not browser" tests lessons
+	$(SMOKE) $(ONE_THREAD) $(BIN)/pytest -q $(XDIST) --durations=25 --nbval-lax --nbval-current-env -p no:cacheprovider --ignore=tests/browser -m "not browser" tests lessons
 	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -s -p no:cacheprovider -m browser tests/browser/test_book_pages.py
 
 # Test tiers (markers in pyproject.toml). Every unit test runs at the smoke profile whatever the shell says
@@ -90,17 +97,17 @@ test: data browser book
 #   test-unit      every unit test, those two markers included
 #   check-results  results/ checked: tools/check_results.py, then the tests marked `results`
 test-fast: data
-	$(BIN)/pytest -q --durations=10 -p no:cacheprovider --ignore=tests/browser -m "not slow and not results" tests
+	$(ONE_THREAD) $(BIN)/pytest -q $(XDIST) --durations=10 -p no:cacheprovider --ignore=tests/browser -m "not slow and not results" tests
 
 test-unit: setup
-	$(BIN)/pytest -q --ignore=tests/browser -m "not browser" tests
+	$(ONE_THREAD) $(BIN)/pytest -q $(XDIST) --ignore=tests/browser -m "not browser" tests
 
 check-results: setup
 	$(BIN)/python tools/check_results.py
-	$(BIN)/pytest -q -p no:cacheprovider --ignore=tests/browser -m results tests
+	$(ONE_THREAD) $(BIN)/pytest -q $(XDIST) -p no:cacheprovider --ignore=tests/browser -m results tests
 
 test-lessons: data
-	$(SMOKE) $(BIN)/pytest -q --nbval-lax --nbval-current-env -m "" lessons
+	$(SMOKE) $(ONE_THREAD) $(BIN)/pytest -q $(XDIST) --nbval-lax --nbval-current-env -m "" lessons
 
 # Live widget tests: each lesson run under smoke in JupyterLab, every widget driven in headless
 # Chromium and each plot it shows checked (tests/browser). Debian's chromium, driven by Playwright
@@ -114,11 +121,13 @@ widget-test: data
 
 # Re-execute every lesson in place with the laptop profile (how committed outputs are made).
 # The widgets' state (their last picture included) is stored in each notebook, so a widget shows,
-# static, before the lesson is run and in the book.
+# static, before the lesson is run and in the book. tools/normalize_notebooks.py then stores each as JupyterLab
+# holds it, so opening a lesson does not mark it modified (tests/test_notebooks_normalized.py checks).
 lessons: data
 	for nb in lessons/[0-9]*.ipynb; do \
 	  MINILIB_PROFILE=$${PROFILE:-laptop} $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	    --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.store_widget_state=True "$$nb" || exit 1; done
+	    --ExecutePreprocessor.timeout=1800 --ExecutePreprocessor.store_widget_state=True "$$nb" || exit 1; \
+	  $(PY) tools/normalize_notebooks.py "$$nb" || exit 1; done
 
 # The HTML book in book/_build/html/ (open index.html): the lessons as committed, never re-executed.
 # Offline once the three npm packages it serves (MathJax, RequireJS, the widget manager) are cached.

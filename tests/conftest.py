@@ -1,6 +1,17 @@
 """Shared test fixtures."""
+import os
+
 import pytest
 import torch
+
+# Under pytest-xdist (`make test` runs `-n 2`: one worker per core) each worker is one process on one core:
+# torch's default of a thread per core would put 2 workers x 2 OpenMP threads on 2 cores, which stall each
+# other (the `one_thread` fixture's measure). Each worker, the subprocesses its tests start and the kernels
+# nbval starts for the lessons use one thread. PYTEST_XDIST_WORKER is set in a worker before conftest loads.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 @pytest.fixture(scope="session", autouse=True)
