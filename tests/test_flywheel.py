@@ -8,10 +8,11 @@ import re
 import pytest
 import torch
 
-from minilib import provenance, tasks
-from minilib.cli.experiment import options_parser
+from minilib import tasks
+from minilab import provenance
+from minilab.cli.experiment import options_parser
 from minilib.data.tokenizer import train_bpe
-from minilib.experiments import flywheel, grid
+from minilab.experiments import flywheel, grid
 from minilib.models.gpt import GPT, gpt_config
 from minilib.models.pretrained import file_sha256, half_state, load_pretrained, save_pretrained
 from minilib.runtime import UsageError

@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from minilib.experiments import bert_finetune, compute, flywheel, gpt_finetune, grid
-from minilib.recipes import shipped
+from minilab.experiments import bert_finetune, compute, flywheel, gpt_finetune, grid
+from minilab import shipped
 
 PAIRS = [(name, p) for name in ("gpt", "bert", "bert-mlm", "bert-ltr") for p in ("laptop",)]
 

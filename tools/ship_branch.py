@@ -31,10 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:       # run as `python3 tools/ship_branch.py` from the repo root
     sys.path.insert(0, str(ROOT))
 
-from minilib import provenance, tasks  # noqa: E402
-from minilib.experiments import bert_finetune, compute_axis, gpt_finetune, grid, store  # noqa: E402
+from minilib import tasks  # noqa: E402
+from minilab import provenance
+from minilab.experiments import bert_finetune, compute_axis, gpt_finetune, grid, store  # noqa: E402
 from minilib.models.pretrained import file_sha256  # noqa: E402
-from minilib.recipes import shipped  # noqa: E402
+from minilab import shipped  # noqa: E402
 from minilib.runtime import UsageError  # noqa: E402
 
 PROFILE = "laptop"      # the profile whose committed grids the lessons read
