@@ -21,7 +21,7 @@ STAMP       := $(VENV)/.installed
 # JupyterLab refuses to run as root (a container, a lab machine) unless told --allow-root
 ALLOW_ROOT  := $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_ARGS    ?=
-# torch threads wait passively: spin-waiting stalls small ops on a busy machine (minilib/__init__.py)
+# torch threads wait passively: spin-waiting stalls small ops on a busy machine (minilab/__init__.py)
 export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: setup data lab lab-server test test-fast test-unit test-lessons check-results widget-test lessons book \

@@ -14,7 +14,6 @@ import datetime as _dt
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import threading

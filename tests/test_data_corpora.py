@@ -28,7 +28,7 @@ pytestmark = pytest.mark.data
 def test_real_fetch_is_verified_and_idempotent(monkeypatch):
     from minilab import fetching as sources
 
-    root = data.fetch("brown")
+    root = sources.fetch("brown")
     marker = (root / ".complete.json").read_text()
     assert data.SOURCES["brown"].artifact.sha256 in marker
     calls = []

@@ -8,7 +8,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from minilib import viz
 from minilab import story
 
 CHAPTER_NUMBERS = [n for n, _, _ in story.CHAPTERS]

@@ -211,7 +211,7 @@ def parse_labels(text: str) -> list[int | str]:
 
 def user_results() -> Path:
     """Where a user's task (Task.user: a CSV) caches its points: results/ in the user's data cache
-    ($MINILIB_DATA, else ~/.cache/minilib; data/fetching/sources.py), outside the repository."""
+    ($MINILIB_DATA, else ~/.cache/minilib; minilib/data/sources.py), outside the repository."""
     from minilib.data.sources import cache_dir
 
     return cache_dir() / "results"
