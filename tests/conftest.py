@@ -2,6 +2,10 @@
 import pytest
 import torch
 
+# Tests run as the lessons and the command line do, with the lab loaded: its stamper (commit, command line) is
+# what the core's checkpoints carry (minilib.runtime.stamp), whichever test file a worker happens to run first.
+import minilab  # noqa: E402,F401
+
 
 @pytest.fixture(scope="session", autouse=True)
 def smoke_profile():

@@ -163,7 +163,7 @@ def test_the_shipped_gpts_curve_gives_tokens_per_snapshot(tmp_path):
 
 def test_the_shipped_flywheels_final_points_are_its_own_not_the_leagues():
     """The final snapshot is the recipe run, whose points the league stops reading once GPT moves to its branch
-    (recipes/shipped.py): they are cached in the flywheel's own folder, and summarize to what the result says."""
+    (minilab/shipped.py): they are cached in the flywheel's own folder, and summarize to what the result says."""
     result = flywheel.cached_result("laptop")
     if result is None:
         pytest.skip("no results/flywheel-laptop.json")

@@ -1,4 +1,4 @@
-"""Which run each model ships (recipes/shipped.py): a model that has moved is fine-tuned from its 5x branch by
+"""Which run each model ships (minilab/shipped.py): a model that has moved is fine-tuned from its 5x branch by
 every method but its -scratch control, the flywheel and the zero-shot study, which keep the recipe run; a branch
 shares its recipe run's tokenizer and shape (so the controls' points hold), and beats it on held-out loss."""
 import json

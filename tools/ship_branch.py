@@ -1,4 +1,4 @@
-"""Move a model's default checkpoint to its shipped 5x branch (recipes/shipped.py), one grid point at a time.
+"""Move a model's default checkpoint to its shipped 5x branch (minilab/shipped.py), one grid point at a time.
 
     python tools/ship_branch.py gpt          # the points the move needs, and the commands that run the missing
     python tools/ship_branch.py gpt --run    # run those commands one after another (resumable: each skips cached points)
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.copy:
         for p in points:           # the staged file as it is: its key and stamp are the point's
             provenance.atomic_write_bytes(p["path"], p["staged_path"].read_bytes())
-        print(f"copied {len(points)} points; now add {args.model!r} to recipes/shipped.BRANCHES[{PROFILE!r}], then run "
+        print(f"copied {len(points)} points; now add {args.model!r} to minilab/shipped.BRANCHES[{PROFILE!r}], then run "
               f"again what reads the default whole: `experiment lm-quality`, `experiment compute`, `make lessons`, "
               f"`python tools/check_results.py`")
     print(f"ship-branch: model={args.model} points={len(points)} staged={len(points) - len(missing)} "

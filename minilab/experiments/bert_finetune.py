@@ -88,7 +88,7 @@ def method_config(method: str, profile: str) -> BERTFineTuneConfig:
 
 def default_checkpoint(method: str, profile: str | None = None, shape: tuple[int, int] | None = None) -> Path:
     """The method's pretrained checkpoint of `shape` (default: the chapter's SHAPE, where the model's shipped
-    branch replaces its recipe run once it has moved, recipes/shipped.py; bert-scratch: BERT's recipe run, for its
+    branch replaces its recipe run once it has moved, minilab/shipped.py; bert-scratch: BERT's recipe run, for its
     tokenizer and shape); smoke fine-tunes the laptop ones."""
     from minilab import shipped
     from minilib.recipes.bert import default_out

@@ -22,7 +22,7 @@ from minilab import shipped
 
 RESULT = store.register("compute", "profile")        # results/compute-<profile>.json: read from the checkpoints
 CHECKPOINTS = provenance.REPO_ROOT / "checkpoints"
-SHIPPED = ("awd-lstm", "elmo", "gpt", "bert")        # checkpoints/<name>-laptop[-5x].pt (recipes/shipped.py)
+SHIPPED = ("awd-lstm", "elmo", "gpt", "bert")        # checkpoints/<name>-laptop[-5x].pt (minilab/shipped.py)
 FINE_TUNE_TASKS = ("trec", "rt")
 FINE_TUNE_LABELS = (100, 1000, "all")
 

@@ -8,7 +8,7 @@ and cached in results/flywheel/step-NNNNNN/. Plotted against the pretraining tok
 seen (the checkpoint JSON's curve), it shows the flywheel of the book's last chapter: the LM objective needs no
 labels, and every further token of raw text makes the same labels go further. The final snapshot holds the
 recipe run's own weights (checkpoints/gpt-laptop.pt), whose points stay in the flywheel's folder like every
-snapshot's: the league's (results/gpt/) move to GPT's shipped branch (recipes/shipped.py). gpt-scratch at the
+snapshot's: the league's (results/gpt/) move to GPT's shipped branch (minilab/shipped.py). gpt-scratch at the
 same label count, if cached, is the reference line.
 
     from minilab.experiments import flywheel

@@ -96,7 +96,7 @@ def method_config(method: str, profile: str) -> GPTFineTuneConfig:
 
 
 def default_checkpoint(profile: str | None = None) -> Path:
-    """The GPT the methods fine-tune (recipes/shipped.py): checkpoints/gpt-<profile>.pt, or its shipped branch
+    """The GPT the methods fine-tune (minilab/shipped.py): checkpoints/gpt-<profile>.pt, or its shipped branch
     gpt-<profile>-5x.pt once GPT has moved; smoke has no GPT of its own and fine-tunes the laptop one."""
     from minilab import shipped
 
