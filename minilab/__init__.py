@@ -20,7 +20,7 @@ import os as _os
 # imported, so the Makefile exports it too.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from minilib import runtime as _runtime  # noqa: E402
+from minilib import files as _files  # noqa: E402
 from minilab import provenance as _provenance  # noqa: E402
 
-_runtime.stamp_with(_provenance.stamp)
+_files.stamp_with(_provenance.stamp)

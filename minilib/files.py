@@ -39,6 +39,16 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode())
 
 
+stamper = None      # set by files.stamp_with; runtime.stamp calls it
+
+
+def stamp_with(fn) -> None:
+    """Make `fn(seed=..., **extra)` the stamp runtime.stamp writes beside the core's checkpoints. `import minilab`
+    installs the lab's minilab.provenance.stamp (commit and command line too); the core never imports the lab."""
+    global stamper
+    stamper = fn
+
+
 def sha256_file(path: str | os.PathLike) -> str:
     """The sha256 of a file's bytes, in hex."""
     h = hashlib.sha256()

@@ -22,6 +22,8 @@ from typing import Mapping, TypeVar
 import numpy as np
 import torch
 
+from minilib import files
+
 PROFILES = ("smoke", "laptop", "full")
 PROFILE_HELP = {
     "smoke": "CI and nbval: every cell runs in seconds; checks direction only",
@@ -187,21 +189,12 @@ def one_thread_per_op(device: torch.device):
 
 # ----------------------------------------------------------------------------- stamps
 
-_stamper = None
-
-
-def stamp_with(stamper) -> None:
-    """Make `stamper(seed=..., **extra)` the function `stamp` calls. `import minilab` installs the lab's
-    minilab.provenance.stamp, which adds the commit and the command line; the core never imports the lab."""
-    global _stamper
-    _stamper = stamper
-
-
 def stamp(*, seed: int | None = None, **extra):
     """Where a checkpoint came from, as the JSON beside it records it: the lab's stamp when the lab is loaded (every
-    `python -m minilib` command and lesson), else this machine's facts: profile, device, CPU, seed, versions, time."""
-    if _stamper is not None:
-        return _stamper(seed=seed, **extra)
+    `python -m minilib` command and lesson: files.stamp_with), else this machine's facts: profile, device, CPU, seed,
+    versions, time."""
+    if files.stamper is not None:
+        return files.stamper(seed=seed, **extra)
     import datetime
 
     dev = device()

@@ -144,7 +144,7 @@ def test_reading_a_cached_result_never_rewrites_it(name, monkeypatch):
     import warnings
 
     from minilab import provenance
-    from minilib import files
+    from minilib import files as core_files
     from minilab.experiments import scaling
 
     root = provenance.REPO_ROOT
@@ -159,7 +159,7 @@ def test_reading_a_cached_result_never_rewrites_it(name, monkeypatch):
         else:
             real_atomic(path, data)
 
-    for module in (files, provenance):          # the core's writer, and the lab's name for it
+    for module in (core_files, provenance):     # the core's writer, and the lab's name for it
         monkeypatch.setattr(module, "atomic_write_bytes", intercepted)
     before = _snapshot(root)
     _read_paths()[name]()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from minilab import provenance
-from minilib import files
+from minilib import files as core_files
 from minilab.experiments import store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def test_every_shipped_result_reads_back_through_its_key_and_stays_byte_identica
     entries = [e for e in store.entries() if e[3] in files]
     assert len(entries) >= 12, entries
     before = {path: _state(path) for *_, path in entries}
-    for module in (files, provenance):          # the core's writer, and the lab's name for it
+    for module in (core_files, provenance):     # the core's writer, and the lab's name for it
         monkeypatch.setattr(module, "atomic_write_bytes", lambda *a: pytest.fail(f"a read wrote {a[0]}"))
     for name, profile, variant, path in entries:
         held = json.loads(path.read_text(encoding="utf-8"))

@@ -1,4 +1,5 @@
-"""`python -m minilib COMMAND ...` — one entry point for data, pretraining, experiments and benchmarks.
+"""`python -m minilib COMMAND ...` — one entry point for data, pretraining, experiments and benchmarks
+(`python -m minilab COMMAND ...` is the same entry; minilib/__main__.py hands off to this package).
 
 The command line is this package, and only this package parses options (tests/test_layers.py): one module
 per command, each with `add_arguments(parser)` and `run(args) -> int` — `data` (cli/data.py), `pretrain`
