@@ -309,7 +309,7 @@ def bench_gpt(args: argparse.Namespace) -> int:
             print(f"warning: the losses differ by {gap:.2%} (> 1 %): the two models no longer compute the same thing")
     print(f"model FLOPs per token {flops_per_token / 1e6:.2f} M (6·N + attention)")
     if args.json is not None:
-        from minilib import provenance
+        from minilab import provenance
 
         provenance.write_json(args.json, {
             "bench": "gpt", "shape": {k: getattr(args, k) for k in SHAPES["default"]} | {"vocab_size": vocab_size},

@@ -22,7 +22,7 @@ def bench_ppmi_svd(args: argparse.Namespace) -> int:
 
     from minilib import data, runtime
     from minilib.data.skipgram import prepare_corpus
-    from minilib.experiments.static_vectors import SIZES, corpus_sentences
+    from minilab.experiments.static_vectors import SIZES, corpus_sentences
     from minilib.models.ppmi import PPMIConfig, cooccurrence, ppmi, randomized_svd
 
     torch.set_num_threads(args.threads)

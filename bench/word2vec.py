@@ -50,9 +50,10 @@ def bench_word2vec(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from minilib import data, provenance, runtime
+    from minilib import data, runtime
+    from minilab import provenance
     from minilib.eval.similarity import analogy, similarity_spearman
-    from minilib.experiments.static_vectors import StaticVectorsConfig, corpus_sentences, train_gensim
+    from minilab.experiments.static_vectors import StaticVectorsConfig, corpus_sentences, train_gensim
     from minilib.models.word2vec import Word2VecConfig
     from minilib.recipes.word2vec import train_word2vec
 

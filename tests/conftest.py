@@ -4,6 +4,10 @@ import os
 import pytest
 import torch
 
+# Tests run as the lessons and the command line do, with the lab loaded: its stamper (commit, command line) is
+# what the core's checkpoints carry (minilib.runtime.stamp), whichever test file a worker happens to run first.
+import minilab  # noqa: F401
+
 # Under pytest-xdist (`make test` runs `-n 2`: one worker per core) each worker is one process on one core:
 # torch's default of a thread per core would put 2 workers x 2 OpenMP threads on 2 cores, which stall each
 # other (the `one_thread` fixture's measure). Each worker, the subprocesses its tests start and the kernels

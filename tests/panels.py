@@ -7,7 +7,7 @@ import ipywidgets as w
 import numpy as np
 from PIL import Image
 
-from minilib import widgets
+from minilab import widgets
 
 
 def parts(box, cls, description=None):

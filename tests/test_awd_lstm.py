@@ -262,7 +262,7 @@ def test_loss_falls_on_real_text_with_the_learner():
 
 @pytest.mark.data
 def test_bench_runs_and_ends_with_its_summary_line(capsys):
-    from minilib.cli import main
+    from minilab.cli import main
 
     assert main(["bench", "awd-lstm", "--profile", "smoke", "--steps", "2", "--warmup", "1", "--threads", "1"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]

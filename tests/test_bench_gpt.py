@@ -26,7 +26,7 @@ def test_copied_weights_give_hf_the_same_logits_and_loss():
 
 @pytest.mark.data
 def test_bench_runs_and_both_losses_agree(capsys):
-    from minilib.cli import main
+    from minilab.cli import main
 
     assert main(["bench", "gpt", "--layers", "2", "--width", "32", "--heads", "2", "--context", "16",
                  "--batch", "4", "--vocab-size", "500", "--steps", "4", "--warmup", "1", "--threads", "1"]) == 0
@@ -40,7 +40,7 @@ def test_bench_runs_and_both_losses_agree(capsys):
 
 
 def test_bench_refuses_a_width_that_heads_do_not_divide(capsys):
-    from minilib.cli import main
+    from minilab.cli import main
 
     assert main(["bench", "gpt", "--width", "30", "--heads", "4"]) == 2
     assert "multiple of --heads" in capsys.readouterr().err
@@ -104,7 +104,7 @@ def test_bench_with_two_modes_writes_json_and_one_line(capsys, tmp_path):
     """The CPU dry version of `bench gpt --shape gpt2-small` (a tiny shape; eager twice, compiling on a CPU is slow)."""
     import json
 
-    from minilib.cli import main
+    from minilab.cli import main
 
     out = tmp_path / "bench.json"
     assert main(["bench", "gpt", "--layers", "2", "--width", "32", "--heads", "2", "--context", "16", "--batch", "4",

@@ -394,8 +394,8 @@ def test_tagger_reads_first_pieces_the_twin_last_pieces_and_drops_what_does_not_
 
 
 def test_the_ablations_share_berts_recipe_and_the_search_holds_the_papers_grid():
-    from minilib.experiments import bert_finetune as bf
-    from minilib.recipes import shipped
+    from minilab.experiments import bert_finetune as bf
+    from minilab import shipped
 
     grid_a3 = {(c["lr"], c["epochs"], c["batch_size"]) for c in bf.CANDIDATES.values()}
     assert {(lr, e, b) for lr in (5e-5, 3e-5, 2e-5) for e in (2, 3, 4) for b in (16, 32)} <= grid_a3
@@ -429,7 +429,7 @@ def tiny_checkpoints(tmp_path_factory):
 @pytest.mark.parametrize("task,method,objective", [("trec", "bert", "mlm+nsp"), ("pos", "bert-ltr", "ltr"),
                                                    ("pos", "bert-scratch", "mlm+nsp")])
 def test_a_bert_point_fine_tunes_and_scores_once(task, method, objective, tiny_checkpoints, tmp_path, monkeypatch):
-    from minilib.experiments import grid
+    from minilab.experiments import grid
 
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")                  # one epoch, 200 test items
     where = dict(checkpoint=tiny_checkpoints[objective], results_dir=tmp_path)
@@ -441,8 +441,8 @@ def test_a_bert_point_fine_tunes_and_scores_once(task, method, objective, tiny_c
 
 @pytest.mark.data
 def test_ablations_of_another_shape_are_cached_apart_from_the_chapters(tiny_checkpoints, tmp_path, monkeypatch):
-    from minilib.experiments import bert_finetune as bf
-    from minilib.experiments import store
+    from minilab.experiments import bert_finetune as bf
+    from minilab.experiments import store
 
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
     monkeypatch.setattr(store, "RESULTS", tmp_path)
@@ -603,7 +603,7 @@ def test_masked_nats_by_input_splits_the_80_10_10_and_sees_a_copying_model():
 def test_bert_plateau_splits_every_snapshot_and_reads_the_twins_curve(tmp_path, monkeypatch, one_thread):
     from minilib import data
     from minilib.data.tokenizer import train_wordpiece
-    from minilib.experiments import bert_plateau
+    from minilab.experiments import bert_plateau
     from minilib.models.pretrained import load_pretrained
     from minilib.recipes import bert as recipe
 
@@ -640,7 +640,7 @@ def test_bert_plateau_splits_every_snapshot_and_reads_the_twins_curve(tmp_path, 
 
 
 def test_word_states_read_each_words_first_piece_or_its_last():
-    from minilib.experiments.bert_plateau import word_states
+    from minilab.experiments.bert_plateau import word_states
 
     class Tok:
         cls_id, sep_id, unk_id = 1, 2, 3
@@ -687,7 +687,7 @@ def test_another_shape_reads_gpts_compute_in_more_tokens_and_names_its_checkpoin
 
 def test_pretrain_bert_takes_another_mask_rate_from_the_command_line(monkeypatch, tmp_path):
     from minilib import data
-    from minilib.cli import main
+    from minilab.cli import main
     from minilib.data import tokenizer
     from minilib.recipes import bert as recipe
 
@@ -709,7 +709,7 @@ def test_pretrain_bert_takes_another_mask_rate_from_the_command_line(monkeypatch
 @pytest.mark.data
 @pytest.mark.results
 def test_bert_fine_tunes_with_what_the_cached_search_chose():
-    from minilib.experiments import bert_finetune as bf
+    from minilab.experiments import bert_finetune as bf
 
     chosen = bf.chosen_recipe("laptop")
     assert chosen.get("bert") == bf.FINE_TUNING["bert"], \

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from book import pages as book
-from minilib import story
+from minilab import story
 
 REPO = Path(__file__).resolve().parents[1]
 LESSONS = REPO / "lessons"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from minilib.experiments import elmo_downstream as ed
-from minilib.experiments import sample_efficiency as se
+from minilab.experiments import elmo_downstream as ed
+from minilab.experiments import sample_efficiency as se
 
 pytestmark = [pytest.mark.data, pytest.mark.results]   # make check-results; not in make test-fast
 
@@ -78,7 +78,7 @@ def test_chapter_03_grid_reads_back(arm, labels):
 def test_every_from_scratch_control_learns_where_bag_of_words_does(task, control):
     """A control that sits at the majority class makes 'pretraining helps' mean nothing: wherever bag-of-words
     beats the majority class at 100 labels, each Transformer trained from random weights must too (3 seeds)."""
-    from minilib.experiments import grid
+    from minilab.experiments import grid
 
     def mean(method):
         rows = grid.cached_rows(task, [method], [100], [0, 1, 2], "laptop")
@@ -106,7 +106,7 @@ def _snapshot(root):
 
 
 def _cli(*argv):
-    from minilib.cli import main
+    from minilab.cli import main
 
     assert main(list(argv)) == 0
 
@@ -117,7 +117,7 @@ def _read_paths():
     reader reads it (found by store.entries: every registered experiment, no list kept here)."""
     from functools import partial
 
-    from minilib.experiments import store
+    from minilab.experiments import store
 
     calls = {
         "compute-axis --cached-only": lambda: _cli("experiment", "compute-axis", "--cached-only"),
@@ -143,8 +143,9 @@ def test_reading_a_cached_result_never_rewrites_it(name, monkeypatch):
     import json
     import warnings
 
-    from minilib import provenance
-    from minilib.experiments import scaling
+    from minilab import provenance
+    from minilib import files as core_files
+    from minilab.experiments import scaling
 
     root = provenance.REPO_ROOT
     monkeypatch.setenv("MINILIB_PROFILE", "laptop")
@@ -158,7 +159,8 @@ def test_reading_a_cached_result_never_rewrites_it(name, monkeypatch):
         else:
             real_atomic(path, data)
 
-    monkeypatch.setattr(provenance, "atomic_write_bytes", intercepted)
+    for module in (core_files, provenance):     # the core's writer, and the lab's name for it
+        monkeypatch.setattr(module, "atomic_write_bytes", intercepted)
     before = _snapshot(root)
     _read_paths()[name]()
     same = []

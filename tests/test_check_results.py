@@ -1,4 +1,4 @@
-"""A lesson records what it read (minilib.provenance) and tools/check_results.py finds the lessons whose saved
+"""A lesson records what it read (minilab.provenance) and tools/check_results.py finds the lessons whose saved
 outputs no longer match the files, their profile, or each other."""
 import hashlib
 import importlib.util
@@ -9,7 +9,7 @@ import IPython.display
 import pytest
 import torch
 
-from minilib import provenance
+from minilab import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("check_results", ROOT / "tools" / "check_results.py")

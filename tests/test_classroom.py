@@ -27,13 +27,14 @@ matplotlib.use("Agg")
 import ipywidgets as w
 import pytest
 
-from minilib import runtime, widgets
-from minilib.experiments import grid
+from minilib import runtime
+from minilab import widgets
+from minilab.experiments import grid
 from panels import part, parts, plot_pixels, text
 
 REPO = Path(__file__).resolve().parents[1]
 LESSONS = REPO / "lessons"
-WIDGETS_PY = REPO / "minilib" / "widgets.py"
+WIDGETS_PY = REPO / "minilab" / "widgets.py"
 
 
 # -- the switch -------------------------------------------------------------------------------------
@@ -55,7 +56,7 @@ def test_an_unknown_classroom_value_says_what_to_use(monkeypatch):
 
 # -- the two widgets that train live ----------------------------------------------------------------
 def _sample_efficiency(monkeypatch, trained):
-    from minilib.experiments import sample_efficiency as se
+    from minilab.experiments import sample_efficiency as se
 
     grid_rows = [{"task": "rt", "method": m, "n_labels": n, "seed": s, "error": 0.3 + 0.01 * s}
                  for m in se.METHODS for n in (20, 40, 100) for s in (0, 1, 2)]
@@ -74,7 +75,7 @@ def _sample_efficiency(monkeypatch, trained):
 
 
 def _downstream(monkeypatch, trained):
-    from minilib.experiments import elmo_downstream as ed
+    from minilab.experiments import elmo_downstream as ed
 
     def row(arm, n, seed, acc):
         return {"task": "rt", "method": ed.METHOD_PREFIX + arm, "arm": arm, "n_labels": n, "seed": seed,
@@ -90,8 +91,8 @@ def _downstream(monkeypatch, trained):
 
 
 def _league(monkeypatch, trained):
-    from minilib.experiments import grid as grid_runner
-    from minilib.experiments import league
+    from minilab.experiments import grid as grid_runner
+    from minilab.experiments import league
 
     cells = [{"task": t, "labels": n, "n_labels": n if n != grid.ALL else 8000, "era": era, "method": m,
               "error": 0.31 if m != "bert" else None, "error_std": 0.008 if m != "bert" else None,
@@ -150,7 +151,7 @@ def test_in_classroom_mode_a_widget_answers_from_the_cache_and_trains_only_after
 
 
 def test_in_classroom_mode_ulmfit_without_a_cached_stage_b_is_not_trained_and_the_panel_says_how(monkeypatch, tmp_path):
-    from minilib.experiments import sample_efficiency as se
+    from minilab.experiments import sample_efficiency as se
 
     monkeypatch.setenv("MINILIB_CLASSROOM", "1")
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
@@ -271,7 +272,7 @@ def test_no_lesson_makes_a_training_button_of_its_own():
         for i, cell in enumerate(cells):
             src = "".join(cell["source"])
             if cell["cell_type"] == "code" and re.search(r"Button\([^)]*train", src, re.I):
-                pytest.fail(f"{nb.name} cell {i} makes a training button; use minilib.widgets.LiveTraining")
+                pytest.fail(f"{nb.name} cell {i} makes a training button; use minilab.widgets.LiveTraining")
 
 
 def test_the_scan_can_fail(tmp_path):

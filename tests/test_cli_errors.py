@@ -1,8 +1,8 @@
 """Every `python -m minilib ...` user mistake ends as one line on stderr naming the fix, exit status 2."""
 import pytest
 
-from minilib import provenance
-from minilib.cli import main
+from minilab import provenance
+from minilab.cli import main
 
 ELMO = provenance.REPO_ROOT / "checkpoints" / "elmo-laptop.pt"
 
@@ -199,7 +199,7 @@ def test_an_experiment_prints_the_leak_guard_drops_per_class(capsys, tmp_path):
 
 
 def test_methods_help_lists_every_method(capsys):
-    from minilib.experiments import grid
+    from minilab.experiments import grid
 
     with pytest.raises(SystemExit):
         main(["experiment", "sample-efficiency", "--help"])
@@ -236,7 +236,7 @@ def test_an_experiment_has_a_profile_option_exactly_when_it_reads_one():
     import importlib
     import inspect
 
-    from minilib.cli.experiment import EXPERIMENTS, options_parser
+    from minilab.cli.experiment import EXPERIMENTS, options_parser
 
     for name, spec in EXPERIMENTS.items():
         reads = "args.profile" in inspect.getsource(importlib.import_module(spec.module))
@@ -248,7 +248,7 @@ def test_every_pretrainer_shares_the_run_options():
     """Pretrainer.add_arguments gives every model the same size, stop, corpus and run options."""
     import argparse
 
-    from minilib.cli.pretrain import PRETRAINERS
+    from minilab.cli.pretrain import PRETRAINERS
 
     shared = {"--profile", "--words", "--max-steps", "--corpus", "--threads", "--seed", "--out", "--no-resume"}
     for name, pretrainer in PRETRAINERS.items():

@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from minilib import provenance
+from minilab import provenance
 from test_pretrain_corpus import prose
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from minilib.experiments import compute, grid
+from minilab.experiments import compute, grid
 from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
 from minilib.models.bert import BERT, bert_config
 from minilib.models.gpt import GPT, gpt_config
@@ -65,14 +65,14 @@ def test_gpt3s_shape_and_tokens_reproduce_its_own_flop_count():
 
 
 def test_every_paper_mark_on_the_compute_axis_is_the_ledgers():
-    from minilib.experiments import compute_axis
+    from minilab.experiments import compute_axis
 
     for mark in compute_axis.PAPER_MARKS.values():
         assert mark in compute.PAPERS
 
 
 def test_run_on_the_shipped_gpt(tmp_path):
-    from minilib.recipes import shipped
+    from minilab import shipped
 
     default = shipped.checkpoint("gpt", "laptop")          # the recipe run or its branch, whichever ships
     if not default.is_file():

@@ -9,8 +9,9 @@ import shutil
 import pytest
 import torch
 
-from minilib import data, provenance
-from minilib.experiments import compute_axis, grid, store
+from minilib import data
+from minilab import provenance
+from minilab.experiments import compute_axis, grid, store
 from minilib.models.gpt import GPT
 from minilib.models.pretrained import file_sha256, half_state, load_pretrained
 from minilib.recipes.gpt import pretrain_gpt

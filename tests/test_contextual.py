@@ -1,4 +1,4 @@
-"""Contextual vs static vectors for one word (minilib.experiments.contextual) and its widget."""
+"""Contextual vs static vectors for one word (minilab.experiments.contextual) and its widget."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from minilib import widgets
+from minilab import widgets
 from minilib.data.vectors import WordVectors
-from minilib.experiments import contextual
+from minilab.experiments import contextual
 from minilib.models.elmo import BiLM, ELMoConfig
 from panels import text
 

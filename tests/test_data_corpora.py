@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from minilib import data
+from minilab import inventory
 from minilib.data import corpora, labelled, wordnet
 from minilib.data.splits import split_of
 from minilib.data.words import normalize
@@ -25,14 +26,14 @@ pytestmark = pytest.mark.data
 # ----------------------------------------------------------------------------- fetch
 
 def test_real_fetch_is_verified_and_idempotent(monkeypatch):
-    from minilib.data.fetching import sources
+    from minilab import fetching as sources
 
-    root = data.fetch("brown")
+    root = sources.fetch("brown")
     marker = (root / ".complete.json").read_text()
     assert data.SOURCES["brown"].artifact.sha256 in marker
     calls = []
     monkeypatch.setattr(sources, "_obtain", lambda *a, **k: calls.append(a))
-    assert data.fetch("brown") == root and calls == []      # the cached copy: no client was run
+    assert sources.fetch("brown") == root and calls == []      # the cached copy: no client was run
 
 
 # ----------------------------------------------------------------------------- Brown
@@ -234,7 +235,7 @@ def test_wordnet():
 # ----------------------------------------------------------------------------- inventory and CLI
 
 def test_info_table():
-    rows = data.info_table()
+    rows = inventory.info_table()
     assert [r["name"] for r in rows] == list(data.SOURCES)
     for r in rows:
         assert r["items"] > 0 and r["bytes"] > 0 and r["licence"] and r["citation"], r["name"]

@@ -18,9 +18,9 @@ import time
 
 import pytest
 
-from minilib.data.fetching import sources
-from minilib.data.fetching.sources import (SOURCES, Artifact, ChecksumError, ClientMissingError, DataSourceError,
-                                           FetchError, UnknownSourceError, cached, fetch_artifact)
+from minilab import fetching as sources
+from minilib.data.sources import SOURCES, Artifact, DataSourceError, UnknownSourceError, cached
+from minilab.fetching import ChecksumError, ClientMissingError, FetchError, fetch_artifact
 
 EXPECTED_NAMES = {"brown", "news", "sotu", "moby", "wiki", "mixed", "wordsim", "simlex", "analogies",
                   "rt", "rt-fresh", "trec", "sms", "vader", "glove", "wordnet"}
@@ -153,7 +153,7 @@ def test_killed_fetch_leaves_no_trusted_entry(cache):
     started = root / "started"
     script = textwrap.dedent(f"""
         import pathlib, time
-        from minilib.data.fetching import sources
+        from minilab import fetching as sources
         def slow_unpack(archive, patterns, dest):
             (dest / "package").mkdir(parents=True)
             (dest / "package" / "a.txt").write_text("half")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from minilib.data import UNIVERSAL_TAGS, LeakGuard, Vocab, normalize, tokenize, universal_tag
-from minilib.data.fetching.parquet import _rle_hybrid, snappy_decompress
+from minilib.data.parquet import _rle_hybrid, snappy_decompress
 from minilib.data.splits import hash_unit, split_of
 
 

@@ -283,7 +283,7 @@ def test_untrained_like_is_a_fresh_frozen_twin():
 
 @pytest.mark.data
 def test_probes_score_each_layer_beside_its_untrained_twin(pretrained, tmp_path):
-    from minilib.experiments import elmo_probes as ep
+    from minilab.experiments import elmo_probes as ep
 
     path, _, _ = pretrained
     config = ep.ProbesConfig(pos_train_sentences=40, pos_test_sentences=20, pos_epochs=2, wsd_max_lemmas=8,

@@ -1,4 +1,4 @@
-"""RT sentiment from static vs ELMo features (minilib.experiments.elmo_downstream) and its widget, on toy features."""
+"""RT sentiment from static vs ELMo features (minilab.experiments.elmo_downstream) and its widget, on toy features."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -8,10 +8,11 @@ import pytest
 import torch
 from torch import nn
 
-from minilib import tasks, widgets
+from minilib import tasks
+from minilab import widgets
 from minilib.data.vectors import WordVectors
-from minilib.experiments import elmo_downstream as ed
-from minilib.experiments.grid import label_count
+from minilab.experiments import elmo_downstream as ed
+from minilab.experiments.grid import label_count
 from minilib.models.elmo import ScalarMix
 from panels import text
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from minilib.experiments import elmo_pos
+from minilab.experiments import elmo_pos
 from minilib.runtime import UsageError
 
 

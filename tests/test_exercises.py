@@ -1,7 +1,7 @@
-"""minilib/exercises.py: a worked check fails on a wrong answer; an open exercise reports the learner's run."""
+"""minilab/exercises.py: a worked check fails on a wrong answer; an open exercise reports the learner's run."""
 import pytest
 
-from minilib.exercises import check, compare_prediction
+from minilab.exercises import check, compare_prediction
 
 
 def test_check_passes_within_tolerance_and_raises_with_the_hint(capsys):

@@ -8,10 +8,11 @@ import re
 import pytest
 import torch
 
-from minilib import provenance, tasks
-from minilib.cli.experiment import options_parser
+from minilib import tasks
+from minilab import provenance
+from minilab.cli.experiment import options_parser
 from minilib.data.tokenizer import train_bpe
-from minilib.experiments import flywheel, grid
+from minilab.experiments import flywheel, grid
 from minilib.models.gpt import GPT, gpt_config
 from minilib.models.pretrained import file_sha256, half_state, load_pretrained, save_pretrained
 from minilib.runtime import UsageError
@@ -162,7 +163,7 @@ def test_the_shipped_gpts_curve_gives_tokens_per_snapshot(tmp_path):
 
 def test_the_shipped_flywheels_final_points_are_its_own_not_the_leagues():
     """The final snapshot is the recipe run, whose points the league stops reading once GPT moves to its branch
-    (recipes/shipped.py): they are cached in the flywheel's own folder, and summarize to what the result says."""
+    (minilab/shipped.py): they are cached in the flywheel's own folder, and summarize to what the result says."""
     result = flywheel.cached_result("laptop")
     if result is None:
         pytest.skip("no results/flywheel-laptop.json")

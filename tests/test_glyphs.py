@@ -31,7 +31,7 @@ def test_every_character_of_the_lessons_and_the_book_text_has_a_glyph_in_dejavu_
         for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
             for ch in _missing("".join(cell["source"]), covered):
                 found.setdefault(ch, set()).add(nb.stem)
-    for src in [ROOT / "book" / "pages.py", ROOT / "minilib" / "widgets.py", ROOT / "minilib" / "viz.py",
+    for src in [ROOT / "book" / "pages.py", ROOT / "minilab" / "widgets.py", ROOT / "minilib" / "viz.py",
                 *sorted((ROOT / "book").glob("**/*.md"))]:
         if "_build" not in src.parts:
             for ch in _missing(src.read_text(encoding="utf-8"), covered):

@@ -182,7 +182,7 @@ def test_lm_quality_divides_both_models_nats_by_the_same_words(tmp_path):
     from minilib import data
     from minilib.data.batching import EOS
     from minilib.data.vocab import UNK, Vocab
-    from minilib.experiments import lm_quality
+    from minilab.experiments import lm_quality
     from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
 
     tok = train_bpe(TEXTS, 300)
@@ -215,7 +215,7 @@ def test_both_streams_tell_which_line_each_token_belongs_to():
     from types import SimpleNamespace
 
     from minilib.data.vocab import UNK, Vocab
-    from minilib.experiments.lm_quality import bpe_stream, word_stream
+    from minilab.experiments.lm_quality import bpe_stream, word_stream
 
     docs = [SimpleNamespace(text="Hello world.\nGood bye"), SimpleNamespace(text="\nSee you")]
     tok = train_bpe(TEXTS + ["Hello world. Good bye. See you"], 300)
@@ -229,7 +229,7 @@ def test_both_streams_tell_which_line_each_token_belongs_to():
 
 
 def test_spelling_cost_is_a_character_bigram_from_a_start_to_an_end_mark():
-    from minilib.experiments.lm_quality import spelling_nats
+    from minilab.experiments.lm_quality import spelling_nats
 
     assert spelling_nats(["ab"], ["ab"]) == pytest.approx(3 * np.log(2))      # a|start, b|a, end|b: each (1 + 1) / (1 + 3)
     assert spelling_nats(["ab", "ab"], ["ab"]) == pytest.approx(6 * np.log(2))
@@ -261,7 +261,7 @@ def test_pretrain_gpt_writes_a_checkpoint_whose_numbers_reload(tmp_path, one_thr
     import json
 
     from minilib import data
-    from minilib.cli import main
+    from minilab.cli import main
     from minilib.recipes.gpt import encode_documents
 
     out = tmp_path / "gpt-smoke.pt"
@@ -299,7 +299,7 @@ def test_shipped_gpt_remeasures_its_held_out_loss(path, one_thread):
 
 @pytest.mark.data
 def test_gpt_norm_trains_both_blocks_on_the_same_batches(one_thread):
-    from minilib.experiments import gpt_norm
+    from minilab.experiments import gpt_norm
 
     cfg = gpt_norm.NormConfig(steps=3, batch_size=2, train_words=20_000, valid_tokens=500)
     r = gpt_norm.run("smoke", cfg, write=False, log=None)
@@ -346,7 +346,7 @@ def test_tagging_batches_pad_ids_ends_and_tags():
 def test_the_grid_runs_each_method_with_the_recipe_chosen_for_it():
     from dataclasses import replace
 
-    from minilib.experiments import gpt_finetune as gf
+    from minilab.experiments import gpt_finetune as gf
 
     for method in ("gpt", "gpt-scratch", "gpt-no-aux"):
         laptop = gf.method_config(method, "laptop")
@@ -360,7 +360,7 @@ def test_the_grid_runs_each_method_with_the_recipe_chosen_for_it():
 @pytest.mark.data
 @pytest.mark.results
 def test_fine_tuning_is_what_the_cached_search_chose():
-    from minilib.experiments import gpt_finetune as gf
+    from minilab.experiments import gpt_finetune as gf
 
     chosen = gf.chosen_recipe("laptop")
     assert chosen == {m: gf.FINE_TUNING[m] for m in ("gpt-scratch", "gpt")}, \
@@ -369,7 +369,7 @@ def test_fine_tuning_is_what_the_cached_search_chose():
 
 @pytest.mark.data
 def test_a_gpt_point_fine_tunes_and_scores_once(tmp_path, one_thread, monkeypatch):
-    from minilib.experiments import gpt_finetune as gf, grid
+    from minilab.experiments import gpt_finetune as gf, grid
 
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")                  # one epoch, 200 test questions
     row = grid.run_point("trec", 20, "gpt", 0, results_dir=tmp_path)
@@ -381,7 +381,7 @@ def test_a_gpt_point_fine_tunes_and_scores_once(tmp_path, one_thread, monkeypatc
 def test_zero_shot_predicts_the_likeliest_continuation_and_calibration_removes_the_prior(monkeypatch):
     from types import SimpleNamespace
 
-    from minilib.experiments import gpt_zero_shot as zs
+    from minilab.experiments import gpt_zero_shot as zs
 
     labels = [0, 1, 1, 0, 1, 0, 0]
     class Split(list):
@@ -403,7 +403,7 @@ def test_zero_shot_predicts_the_likeliest_continuation_and_calibration_removes_t
 
 @pytest.mark.data
 def test_zero_shot_scores_the_shipped_checkpoint_on_both_tasks(tmp_path, one_thread):
-    from minilib.experiments import gpt_zero_shot as zs
+    from minilab.experiments import gpt_zero_shot as zs
 
     r = zs.run("smoke", snapshot_dir=tmp_path, write=False, log=None)        # no snapshots: the final model only
     (point,) = r["points"]
@@ -414,7 +414,7 @@ def test_zero_shot_scores_the_shipped_checkpoint_on_both_tasks(tmp_path, one_thr
 
 
 def test_tagging_accuracy_moves_each_batch_to_the_models_device():
-    from minilib.experiments.gpt_finetune import tagging_accuracy
+    from minilab.experiments.gpt_finetune import tagging_accuracy
 
     class OnAnotherDevice(torch.nn.Module):          # parameters on 'meta': a stand-in for a GPU here
         def __init__(self):
@@ -436,7 +436,7 @@ def test_tagging_accuracy_moves_each_batch_to_the_models_device():
 def test_the_search_never_drops_the_auxiliary_loss_from_gpts_recipe():
     """gpt keeps L2 + λ·L1 (§3.2) even where the search prefers λ = 0: that is gpt-no-aux's question on the test
     split; a method not bound to the auxiliary loss (gpt-scratch) takes whatever wins."""
-    from minilib.experiments import gpt_finetune as gf
+    from minilab.experiments import gpt_finetune as gf
 
     no_aux, aux = "LR 2.5e-4, 10 epochs, no aux LM", "LR 2.5e-4, 10 epochs"
     rows = [{"method": m, "candidate": c, "error": e} for m in ("gpt", "gpt-scratch")

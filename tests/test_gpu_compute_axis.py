@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import device_tree  # noqa: E402
 import gpu_compute_axis  # noqa: E402
 
-from minilib.experiments import compute_axis  # noqa: E402
+from minilab.experiments import compute_axis  # noqa: E402
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -62,7 +62,7 @@ def test_the_tree_a_call_sends_fits_the_device_limit_with_the_data_pack():
 
 
 def test_every_fixed_comparison_of_the_axis_finds_its_checkpoint_on_the_device():
-    from minilib.experiments import grid
+    from minilab.experiments import grid
 
     for claim in compute_axis.CLAIMS:
         for name in claim.comparison:
@@ -125,7 +125,7 @@ def test_compute_axis_on_a_machine_without_the_snapshots_keeps_the_summary_byte_
 
 
 def test_a_command_stops_before_training_past_its_budget_and_says_fill(tmp_path, monkeypatch):
-    from minilib.experiments import grid
+    from minilab.experiments import grid
     from minilib.runtime import UsageError
 
     monkeypatch.setenv("MINILIB_PROFILE", "laptop")

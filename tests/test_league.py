@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from minilib import tasks
-from minilib.cli.experiment import options_parser
-from minilib.experiments import grid, league
+from minilab.cli.experiment import options_parser
+from minilab.experiments import grid, league
 from minilib.runtime import UsageError
 
 
@@ -152,7 +152,7 @@ def test_a_fine_tuning_run_reads_its_small_sample_repeated_to_the_minimum_steps(
 def test_the_plot_draws_every_method_of_the_lineup_with_a_band(reviews, cache):
     import matplotlib
     matplotlib.use("Agg")
-    from minilib.experiments.sample_efficiency import METHOD_STYLE
+    from minilab.experiments.sample_efficiency import METHOD_STYLE
 
     lineups = {m for lineup in league.LEAGUE.values() for m in lineup.values() if m}
     assert sorted(lineups - set(METHOD_STYLE) - set(league.BASELINES)) == []   # each has a style (a line)
@@ -190,8 +190,8 @@ def test_a_missing_checkpoint_names_the_command_that_makes_it():
 
 
 def test_tokens_read_puts_every_method_on_the_compute_axis():
-    from minilib.provenance import REPO_ROOT
-    from minilib.recipes import shipped
+    from minilab.provenance import REPO_ROOT
+    from minilab import shipped
 
     gpt_json = shipped.checkpoint("gpt", "laptop").with_suffix(".json")       # the GPT the grid fine-tunes
     gpt_tokens = json.loads(gpt_json.read_text())["metrics"]["train_tokens_seen"]

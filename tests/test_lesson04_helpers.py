@@ -1,4 +1,4 @@
-"""Lesson 04's helpers in minilib.experiments.sample_efficiency: baselines drawn beside the curves,
+"""Lesson 04's helpers in minilab.experiments.sample_efficiency: baselines drawn beside the curves,
 and the best method at a label count (baselines included). Synthetic summary rows: no data, no training."""
 import matplotlib
 
@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from minilib.experiments import sample_efficiency as se  # noqa: E402
+from minilab.experiments import sample_efficiency as se  # noqa: E402
 
 
 def _row(method, n, error, std=0.01, task="rt", seeds=3):

@@ -11,8 +11,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import long_runs  # noqa: E402
 from long_runs import Item  # noqa: E402
 
-from minilib.experiments import compute_axis  # noqa: E402
-from minilib.recipes import shipped  # noqa: E402
+from minilab.experiments import compute_axis  # noqa: E402
+from minilab import shipped  # noqa: E402
 from minilib.runtime import UsageError  # noqa: E402
 
 

@@ -4,7 +4,7 @@ source of the built-in corpus, written out as a learner's file)."""
 import pytest
 
 from minilib.data import corpora
-from minilib.experiments import own_text
+from minilab.experiments import own_text
 
 
 @pytest.mark.slow

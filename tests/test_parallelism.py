@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch import nn
 
-from minilib.cli import main
-from minilib.experiments import parallelism as par
+from minilab.cli import main
+from minilab.experiments import parallelism as par
 from minilib.models.transformer import IGNORE_INDEX
 
 

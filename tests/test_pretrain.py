@@ -1,4 +1,4 @@
-"""`python -m minilib pretrain` (minilib/cli/pretrain.py, minilib/pretrain.py): a smoke-size AWD-LSTM is
+"""`python -m minilib pretrain` (minilab/cli/pretrain.py, minilab/pretrain.py): a smoke-size AWD-LSTM is
 pretrained into a temporary folder, reloaded, and its validation perplexity re-measured to match its JSON."""
 import json
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from minilib import pretrain
-from minilib.cli import main
-from minilib.cli.pretrain import PRETRAINERS
+from minilab import pretrain
+from minilab.cli import main
+from minilab.cli.pretrain import PRETRAINERS
 from minilib.eval.perplexity import evaluate_lm
 from minilib.models.pretrained import CheckpointError, load_pretrained
 from minilib.recipes.awd_lstm import corpus_ids
@@ -98,7 +98,7 @@ def test_the_command_a_run_records_names_no_machine_path():
     from argparse import Namespace
     from pathlib import Path
 
-    from minilib.pretrain import _command_line
+    from minilab.pretrain import _command_line
 
     args = Namespace(model="bert", objective="mlm", budget=5.0, threads=1, out=None, progress=False,
                      warm_start=Path("/work/runs/checkpoints/compute-axis/bert-mlm-laptop-8x-latest.pt"))

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from minilib import pretrain, provenance
-from minilib.cli import main
+from minilab import pretrain, provenance
+from minilab.cli import main
 from minilib.data import corpora
 from minilib.runtime import UsageError
 

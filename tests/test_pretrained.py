@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from minilib import provenance
+from minilab import provenance
 from minilib.data.vocab import Vocab
 from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
 from minilib.models.pretrained import KINDS, CheckpointError, load_pretrained, save_pretrained, sidecar

@@ -15,9 +15,10 @@ import time
 
 import pytest
 
-from minilib import provenance, tasks
-from minilib.cli import main
-from minilib.experiments import grid, queue
+from minilib import tasks
+from minilab import provenance
+from minilab.cli import main
+from minilab.experiments import grid, queue
 
 GRID = ["experiment", "queue", "--task", "trec", "--methods", "majority,bow-lr", "--labels", "100", "--seeds", "2"]
 POINTS = [f"trec-{m}-n100-s{s}-smoke.json" for m in ("majority", "bow-lr") for s in (0, 1)]

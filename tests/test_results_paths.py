@@ -1,6 +1,6 @@
 """No machine's paths in what the repository ships: a results/ or checkpoints/ JSON records paths
 repo-relative ("checkpoints/gpt-laptop.pt"), in the data cache as "$MINILIB_DATA/…", anything else as
-"<outside>/<name>" (minilib.provenance.shown_path), so a result reads the same on every machine and checkout.
+"<outside>/<name>" (minilab.provenance.shown_path), so a result reads the same on every machine and checkout.
 tools/portable_paths.py rewrites files written before that rule."""
 import json
 import re
@@ -76,7 +76,7 @@ def test_no_result_or_checkpoint_json_names_a_machines_path():
 # ----------------------------------------------------------------------------- the writers' rule
 
 def test_shown_path_names_no_machine(tmp_path, monkeypatch):
-    from minilib import provenance
+    from minilab import provenance
 
     monkeypatch.setenv("MINILIB_DATA", str(tmp_path / "data"))
     other = tmp_path / "run-x"                            # another checkout of this repository (a worktree)
@@ -91,7 +91,7 @@ def test_shown_path_names_no_machine(tmp_path, monkeypatch):
 
 
 def test_text_rule_for_files_written_before_it():
-    from minilib.provenance import portable_path, portable_text
+    from minilab.provenance import portable_path, portable_text
 
     assert portable_path("/work/run-abl2/checkpoints/bert-laptop-2x128.pt") == "checkpoints/bert-laptop-2x128.pt"
     assert portable_path("/work/run-gpt/.cache/flywheel/gpt-laptop-step-0.pt") == ".cache/flywheel/gpt-laptop-step-0.pt"
@@ -104,7 +104,7 @@ def test_text_rule_for_files_written_before_it():
 
 
 def test_a_stamp_records_its_command_without_machine_paths(monkeypatch):
-    from minilib import provenance
+    from minilab import provenance
 
     monkeypatch.setattr("sys.argv", ["/work/x/minilib/__main__.py", "experiment", "flywheel", "--snapshots",
                                      "/tmp/run/.cache/pretrain/gpt-laptop/snapshots", f"--out={ROOT}/results/f.json"])
@@ -121,7 +121,7 @@ def _stat(path):
 
 
 def test_the_same_content_again_leaves_the_file_as_it_was(tmp_path):
-    from minilib import provenance
+    from minilab import provenance
 
     path = tmp_path / "r.json"
     first = {"experiment": "x", "value": 1.5, "seconds": 3.0, "provenance": {"time": "then"}}
@@ -140,7 +140,7 @@ def test_the_same_content_again_leaves_the_file_as_it_was(tmp_path):
 
 def test_saving_the_same_static_vector_scores_again_rewrites_nothing(tmp_path):
     """Chapter 01 saves its table each time it runs: the same scores (seconds aside) leave the file untouched."""
-    from minilib.experiments import static_vectors as sv
+    from minilab.experiments import static_vectors as sv
 
     config = sv.SIZES["smoke"]
     rows = [{"model": "PPMI-SVD (minilib)", "wordsim": 0.3, "seconds": 1.0}]
@@ -171,7 +171,7 @@ def stamped_commands(obj):
 
 
 def test_the_rule_tells_a_command_in_the_repository_from_one_outside():
-    from minilib.provenance import command_in_repo
+    from minilab.provenance import command_in_repo
 
     for inside in ("__main__.py experiment queue --task rt --methods scratch", "ipykernel_launcher.py -f k.json",
                    "python -m minilib experiment queue --task trec", "gpu_check.py --copy-to <outside>/out"):
@@ -181,7 +181,7 @@ def test_the_rule_tells_a_command_in_the_repository_from_one_outside():
 
 
 def test_every_shipped_result_names_a_command_in_the_repository():
-    from minilib.provenance import command_in_repo
+    from minilab.provenance import command_in_repo
 
     offending = {}
     for path in shipped_json():

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from minilib import provenance
-from minilib.cli import main
-from minilib.experiments import grid
+from minilab import provenance
+from minilab.cli import main
+from minilab.experiments import grid
 from minilib.models.pretrained import file_sha256
 
 CKPT = provenance.REPO_ROOT / "checkpoints"

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from minilib import provenance, runtime
+from minilib import runtime
+from minilab import provenance
 
 
 def test_profile_default_depends_on_cuda(monkeypatch):

@@ -8,9 +8,9 @@ import ipywidgets as w
 import numpy as np
 import pytest
 
-from minilib import widgets
-from minilib.cli.experiment import options_parser
-from minilib.experiments import scaling
+from minilab import widgets
+from minilab.cli.experiment import options_parser
+from minilab.experiments import scaling
 from minilib.runtime import UsageError
 from panels import assert_fits, part, plot_pixels, text
 

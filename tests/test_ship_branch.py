@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from minilib.experiments import compute_axis, store
+from minilab.experiments import compute_axis, store
 from minilib.models.pretrained import file_sha256
-from minilib.recipes import shipped
+from minilab import shipped
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import ship_branch  # noqa: E402

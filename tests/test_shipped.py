@@ -1,4 +1,4 @@
-"""Which run each model ships (recipes/shipped.py): a model that has moved is fine-tuned from its 5x branch by
+"""Which run each model ships (minilab/shipped.py): a model that has moved is fine-tuned from its 5x branch by
 every method but its -scratch control, the flywheel and the zero-shot study, which keep the recipe run; a branch
 shares its recipe run's tokenizer and shape (so the controls' points hold), and beats it on held-out loss."""
 import json
@@ -6,8 +6,8 @@ import json
 import pytest
 import torch
 
-from minilib.experiments import bert_finetune, compute, flywheel, gpt_finetune, grid
-from minilib.recipes import shipped
+from minilab.experiments import bert_finetune, compute, flywheel, gpt_finetune, grid
+from minilab import shipped
 
 PAIRS = [(name, p) for name in ("gpt", "bert", "bert-mlm", "bert-ltr") for p in ("laptop",)]
 

@@ -4,7 +4,7 @@ import pytest
 
 from minilib import data
 from minilib.data.vectors import WordVectors
-from minilib.experiments import static_vectors as sv
+from minilab.experiments import static_vectors as sv
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_gensim_reference_repeats_across_processes():
     import subprocess
     import sys
 
-    code = ("import hashlib; from minilib.experiments import static_vectors as sv;"
+    code = ("import hashlib; from minilab.experiments import static_vectors as sv;"
             "c = sv.StaticVectorsConfig(words=20_000, epochs=1, dim=16, min_count=2);"
             "v, _, _ = sv.train_gensim(sv.corpus_sentences(c.words), c);"
             "print(hashlib.sha256(v.vectors.tobytes()).hexdigest())")

@@ -1,4 +1,4 @@
-"""The one result store (minilib/experiments/store.py): every single result is found by name and profile, keyed by
+"""The one result store (minilab/experiments/store.py): every single result is found by name and profile, keyed by
 its own fields, read without a write, and saved only when its numbers change."""
 import hashlib
 import json
@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from minilib import provenance
-from minilib.experiments import store
+from minilab import provenance
+from minilib import files as core_files
+from minilab.experiments import store
 
 ROOT = Path(__file__).resolve().parent.parent
-# shipped top-level results that no experiment writes: `python -m minilib data tokenizer --measure` (minilib/cli/data.py)
+# shipped top-level results that no experiment writes: `python -m minilib data tokenizer --measure` (minilab/cli/data.py)
 NOT_EXPERIMENTS = {"tokenizer-bpe.json", "tokenizer-wordpiece.json"}
 
 
@@ -41,7 +42,8 @@ def test_every_shipped_result_reads_back_through_its_key_and_stays_byte_identica
     entries = [e for e in store.entries() if e[3] in files]
     assert len(entries) >= 12, entries
     before = {path: _state(path) for *_, path in entries}
-    monkeypatch.setattr(provenance, "atomic_write_bytes", lambda *a: pytest.fail(f"a read wrote {a[0]}"))
+    for module in (core_files, provenance):     # the core's writer, and the lab's name for it
+        monkeypatch.setattr(module, "atomic_write_bytes", lambda *a: pytest.fail(f"a read wrote {a[0]}"))
     for name, profile, variant, path in entries:
         held = json.loads(path.read_text(encoding="utf-8"))
         assert store.load(name, profile, variant=variant) == held, path
@@ -98,19 +100,19 @@ def test_every_module_that_registers_a_result_is_found():
     """store.registered() imports every experiment module: each result registered in the source is there."""
     found = store.registered()
     in_source = set()
-    for path in (ROOT / "minilib" / "experiments").glob("*.py"):
+    for path in (ROOT / "minilab" / "experiments").glob("*.py"):
         in_source |= set(re.findall(r'store\.register\("([^"]+)"', path.read_text()))
     assert in_source and in_source <= set(found), in_source - set(found)
 
 
 def test_no_module_but_the_store_names_the_results_root():
     """The repository's results/ is named once (store.RESULTS); every folder and file under it is made from it.
-    minilib/cli/data.py's tokenizer measurement is the one writer outside the experiments (NOT_EXPERIMENTS)."""
+    minilab/cli/data.py's tokenizer measurement is the one writer outside the experiments (NOT_EXPERIMENTS)."""
     root = re.compile(r"""REPO_ROOT\s*/\s*["']results["']""")
     offending = []
-    for path in sorted((ROOT / "minilib").rglob("*.py")):
+    for path in sorted([*(ROOT / "minilib").rglob("*.py"), *(ROOT / "minilab").rglob("*.py")]):
         rel = path.relative_to(ROOT).as_posix()
-        if rel == "minilib/experiments/store.py":
+        if rel == "minilab/experiments/store.py":
             continue
         offending += [f"{rel}:{i + 1}" for i, line in enumerate(path.read_text().splitlines()) if root.search(line)]
     assert not offending, offending

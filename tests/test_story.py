@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from minilib import story, viz
+from minilab import story
 
 CHAPTER_NUMBERS = [n for n, _, _ in story.CHAPTERS]
 
@@ -73,7 +73,7 @@ def test_dai_le_and_cove_sit_in_their_chapters():
 def test_timeline_labels_do_not_overlap_at_the_lessons_size(milestones, figsize):
     fig, ax = plt.subplots(figsize=figsize)
     try:
-        viz.timeline(milestones, ax=ax)
+        story.timeline(milestones, ax=ax)
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         boxes = [(t.get_text().split("\n")[0], t.get_bbox_patch().get_window_extent(renderer)) for t in ax.texts]

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from minilib import tasks
-from minilib.experiments import grid, tapt
-from minilib.experiments.gpt_finetune import default_checkpoint
+from minilab.experiments import grid, tapt
+from minilab.experiments.gpt_finetune import default_checkpoint
 from minilib.models.pretrained import load_pretrained
 
 

@@ -69,7 +69,7 @@ def test_class_weighted_bag_of_words_beats_the_majority_on_a_rare_class(tmp_path
 
     import numpy as np
 
-    from minilib.experiments import grid
+    from minilab.experiments import grid
 
     trec = tasks.get("trec")
     rng = np.random.default_rng(0)

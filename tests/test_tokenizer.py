@@ -245,7 +245,7 @@ def test_shipped_tokenizer_remeasures_its_tokens_per_word(kind):
 def test_rare_words_become_bpe_pieces_not_unk():
     """Chapter 01's apple/bank sentences: a word vocabulary with as many ids as the BPE, built from the same
     train split, maps the rarer words to <unk>; byte-level BPE encodes them in known pieces, losslessly."""
-    from minilib.experiments.contextual import EXAMPLES
+    from minilab.experiments.contextual import EXAMPLES
 
     bpe = load_tokenizer(tokenizer_path("bpe", "laptop"))
     train = data.pretraining_corpus("train")
@@ -272,7 +272,7 @@ def test_full_profile_uses_the_laptop_file():
 def run_cli(*argv: str) -> int:
     import argparse
 
-    from minilib.cli.data import tokenizer_command, tokenizer_options
+    from minilab.cli.data import tokenizer_command, tokenizer_options
 
     parser = argparse.ArgumentParser()
     tokenizer_options(parser)

@@ -10,7 +10,7 @@ import torch
 
 from minilib import data, tasks
 from minilib.data.words import normalize
-from minilib.experiments import sample_efficiency as se
+from minilab.experiments import sample_efficiency as se
 from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
 from minilib.data.batching import ClassificationBatches, encode_texts, pad_collate
 from minilib.models.ulmfit import ULMFiTClassifier, concat_pool
@@ -442,7 +442,7 @@ def test_recipes_switch_the_tricks_they_name(monkeypatch, tiny_pretrained, tmp_p
 
 @pytest.mark.data
 def test_experiment_cli_prints_the_summary_line(tiny_pretrained, tmp_path, capsys, monkeypatch):
-    from minilib.cli import main
+    from minilab.cli import main
 
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
     assert main(["experiment", "sample-efficiency", "--task", "rt", "--labels", "20", "--methods", "scratch,ulmfit",
@@ -458,7 +458,7 @@ def test_experiment_cli_prints_the_summary_line(tiny_pretrained, tmp_path, capsy
 
 @pytest.mark.data
 def test_sample_efficiency_widget_trains_once_and_never_raises(tiny_pretrained, tmp_path, monkeypatch):
-    from minilib import widgets
+    from minilab import widgets
 
     monkeypatch.setenv("MINILIB_PROFILE", "smoke")
     monkeypatch.setattr(widgets, "DOUBLE_CLICK_S", 0.0)  # the clicks below are deliberate, not a double-click

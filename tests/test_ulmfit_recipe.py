@@ -5,7 +5,7 @@ import json
 import pytest
 
 from minilib import tasks
-from minilib.experiments import grid, sample_efficiency as se, ulmfit_recipe as ur
+from minilab.experiments import grid, sample_efficiency as se, ulmfit_recipe as ur
 
 
 def test_every_candidate_changes_settings_and_scratch_never_gets_stage_cycles():
@@ -79,7 +79,7 @@ def test_method_config_gives_each_method_its_recipe_only_when_tuned():
 def test_candidates_name_folders_and_narrow_the_search():
     import pytest
 
-    from minilib.experiments import ulmfit_recipe
+    from minilab.experiments import ulmfit_recipe
     from minilib.runtime import UsageError
 
     picked = ulmfit_recipe.some_candidates("one-cycle-lr-3e-3, a-cycle-per-stage")

@@ -2,9 +2,10 @@
 the repository's own tasks keep results/ (experiments/grid.py: results_folder)."""
 import pytest
 
-from minilib import provenance, tasks
-from minilib.cli import main
-from minilib.experiments import grid
+from minilib import tasks
+from minilab import provenance
+from minilab.cli import main
+from minilab.experiments import grid
 
 RESULTS = provenance.REPO_ROOT / "results"
 

@@ -17,14 +17,15 @@ import pytest
 import torch
 from PIL import Image
 
-from minilib import story, viz, widgets
-from minilib.experiments import grid
+from minilib import viz
+from minilab import story, widgets
+from minilab.experiments import grid
 from panels import assert_fits, part, parts, plot_pixels, text
 
 
 # -- viz --------------------------------------------------------------------------------------------
 def test_timeline_draws_every_milestone():
-    ax = viz.timeline()
+    ax = story.timeline()
     labels = [t.get_text() for t in ax.texts]
     assert len(labels) == len(story.MILESTONES)
     assert any(label.startswith("BERT") for label in labels)
@@ -226,7 +227,7 @@ def test_generation_explorer_keeps_a_subword_prompt_as_typed():
 
 # -- chapter 03 ----------------------------------------------------------------------------------
 def test_contextual_explorer_redraws_heat_maps_after_edits(monkeypatch):
-    from minilib.experiments import contextual
+    from minilab.experiments import contextual
 
     def fake_vectors(model, sentences, positions, static=None):
         g = torch.Generator().manual_seed(len(sentences))
@@ -252,7 +253,7 @@ def _fake_learner(steps):
 
 
 def test_sample_efficiency_explorer_keeps_a_live_point_apart_from_the_grid(monkeypatch):
-    from minilib.experiments import sample_efficiency as se
+    from minilab.experiments import sample_efficiency as se
 
     grid = [{"task": "rt", "method": m, "n_labels": n, "seed": s, "error": 0.3 + 0.01 * s}
             for m in se.METHODS for n in (20, 40, 100) for s in (0, 1, 2)]
@@ -297,8 +298,8 @@ def test_sample_efficiency_explorer_keeps_a_live_point_apart_from_the_grid(monke
 
 
 def test_sample_efficiency_explorer_shows_and_trains_later_chapters_methods(monkeypatch):
-    from minilib.experiments import grid as grid_runner
-    from minilib.experiments import sample_efficiency as se
+    from minilab.experiments import grid as grid_runner
+    from minilab.experiments import sample_efficiency as se
 
     ulmfit = [{"task": "rt", "method": m, "n_labels": 100, "seed": s, "error": 0.4} for m in se.METHODS for s in (0, 1)]
     gpt = [{"task": "rt", "method": "gpt", "n_labels": 100, "seed": s, "error": 0.2 + 0.02 * s} for s in (0, 1)]
@@ -331,7 +332,7 @@ def test_sample_efficiency_explorer_shows_and_trains_later_chapters_methods(monk
 
 
 def test_downstream_explorer_keeps_a_live_point_apart_and_reports_each_step(monkeypatch):
-    from minilib.experiments import elmo_downstream as ed
+    from minilab.experiments import elmo_downstream as ed
 
     def row(arm, n, seed, acc):
         return {"task": "rt", "method": ed.METHOD_PREFIX + arm, "arm": arm, "n_labels": n, "seed": seed, "accuracy": acc,
@@ -407,7 +408,7 @@ def test_cloze_explorer_shows_both_models_per_blank_and_explains_bad_input():
 
 
 def test_league_explorer_shows_each_column_from_the_cache_and_trains_a_point_apart(monkeypatch):
-    from minilib.experiments import league
+    from minilab.experiments import league
 
     cells = [{"task": t, "labels": n, "n_labels": 100, "era": era, "method": m,
               "error": None if m == "bert" else 0.2 + 0.01 * i + (0.1 if t == "rt" else 0.0),
@@ -504,7 +505,7 @@ def test_token_words_show_subword_tokens_as_text():
 
 
 def test_sample_efficiency_explorer_names_the_missing_label_count(monkeypatch):
-    from minilib.experiments import sample_efficiency as se
+    from minilab.experiments import sample_efficiency as se
 
     grid = [{"task": "rt", "method": m, "n_labels": 100, "seed": s, "error": 0.3} for m in se.METHODS for s in (0, 1)]
     monkeypatch.setattr(se, "cached_rows", lambda *a, **k: grid)
@@ -524,7 +525,7 @@ def test_sample_efficiency_explorer_names_the_missing_label_count(monkeypatch):
 
 
 def test_league_explorer_era_picker_marks_the_era_in_the_text_and_the_plot(monkeypatch):
-    from minilib.experiments import league
+    from minilab.experiments import league
 
     not_run = {"ulmfit", "bert"}                               # eras with no cached points in any column
     cells = [{"task": t, "labels": n, "n_labels": 100, "era": era, "method": m,

@@ -119,11 +119,12 @@ def adam_second_moment(model, state_path: Path) -> float | None:
 def summarize() -> int:
     import torch
 
-    from minilib import data, provenance
-    from minilib.experiments import store
+    from minilib import data
+    from minilab import provenance
+    from minilab.experiments import store
     from minilib.data.mlm import DocumentStream, SpecialTokens, document_level
-    from minilib.experiments.bert_plateau import snapshot_bert
-    from minilib.experiments.flywheel import snapshots
+    from minilab.experiments.bert_plateau import snapshot_bert
+    from minilab.experiments.flywheel import snapshots
     from minilib.models.pretrained import load_pretrained
     from minilib.recipes.bert import (BERTPretrainConfig, batches_for, held_out_batches, held_out_scores,
                                       unigram_nats)

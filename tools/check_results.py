@@ -3,7 +3,7 @@
     python tools/check_results.py               # every lessons/[0-9]*.ipynb of this checkout
     python tools/check_results.py --root DIR    # another checkout (or a test's copy of one)
 
-Each executed lesson carries, in the metadata of its last cell's output, the record minilib.provenance.show_reads
+Each executed lesson carries, in the metadata of its last cell's output, the record minilab.provenance.show_reads
 saved: the sha256 of every results/ and checkpoints/ file it read (at read time), the profile it ran at and the
 quantities it noted (`provenance.note`). This check reads those records, hashes each file now, and reports
 
@@ -27,7 +27,7 @@ import re
 import sys
 from pathlib import Path
 
-from minilib.provenance import REPO_ROOT, same_content, saved_record as lesson_record, sha256_file
+from minilab.provenance import REPO_ROOT, same_content, saved_record as lesson_record, sha256_file
 
 PROFILE = "laptop"          # the profile the committed outputs must come from (docs/design.md §3)
 SHOWN_FILES = 5             # changed files named per lesson; the rest counted

@@ -27,7 +27,7 @@ from minilib import data, tasks  # noqa: E402
 from minilib.data.labelled import VADER_SETS  # noqa: E402
 from minilib.data.splits import hash_unit  # noqa: E402
 from minilib.data.words import normalize  # noqa: E402
-from minilib.experiments import grid  # noqa: E402
+from minilab.experiments import grid  # noqa: E402
 
 METHODS = ("majority", "bow-lr", "glove-lr")
 LABELS, SEEDS = 100, (0, 1, 2)

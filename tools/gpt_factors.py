@@ -43,7 +43,7 @@ BASELINES = {"gpt": "GPT as shipped", "gpt-scratch": "gpt-scratch as shipped", "
 
 
 def settings(name: str) -> dict:
-    from minilib.experiments import gpt_finetune as gf
+    from minilab.experiments import gpt_finetune as gf
 
     method, change, _ = FACTORS[name]
     return {**asdict(gf.paper_config(method, "laptop")), **change}
@@ -52,7 +52,7 @@ def settings(name: str) -> dict:
 def run(names) -> int:
     import torch
 
-    from minilib.experiments import grid
+    from minilab.experiments import grid
 
     torch.set_num_threads(1)
     for name in names:
@@ -67,8 +67,8 @@ def run(names) -> int:
 
 
 def summarize() -> int:
-    from minilib import provenance
-    from minilib.experiments import grid, store
+    from minilab import provenance
+    from minilab.experiments import grid, store
     from minilib.eval.stats import difference_interval, mean_std
 
     rows = {}

@@ -231,7 +231,7 @@ def section_00(ctx) -> dict:
 def section_01(ctx) -> dict:
     """Lesson 01: SGNS through recipes.word2vec.train_word2vec with static_vectors' full config, one epoch
     of a prefix, on the hogwild engine (what `auto` picks on a GPU; it does not train through the Learner)."""
-    from minilib.experiments import static_vectors as sv
+    from minilab.experiments import static_vectors as sv
     from minilib import data
     from minilib.models.word2vec import Word2VecConfig
     from minilib.recipes.word2vec import train_word2vec
@@ -291,7 +291,7 @@ def section_03(ctx) -> dict:
     """Lesson 03: ELMo's biLM (recipes.elmo.pretrain_elmo, ELMoConfig.for_profile) on a prefix, then one
     tagger-elmo point on pos through the grid runner, from the checkpoint just written."""
     from minilib import data
-    from minilib.experiments import elmo_pos, grid
+    from minilab.experiments import elmo_pos, grid
     from minilib.models.elmo import ELMoConfig
     from minilib.recipes.elmo import pretrain_elmo
 
@@ -313,7 +313,7 @@ def section_03(ctx) -> dict:
 def section_04(ctx) -> dict:
     """Lesson 04: ULMFiT: AWD-LSTM pretraining (recipes.awd_lstm, AWD_SIZES) on a prefix, then one ulmfit point
     on trec (stage b, the LM fine-tuned on the task's text, and stage c, the classifier with gradual unfreezing)."""
-    from minilib.experiments import grid
+    from minilab.experiments import grid
     from minilib.recipes.awd_lstm import AWD_SIZES, pretrain_awd_lstm
 
     out = ctx.tmp / "awd-lstm.pt"
@@ -332,7 +332,7 @@ def section_04(ctx) -> dict:
 
 def section_05(ctx) -> dict:
     """Lesson 05: experiment parallelism (its full config) with fewer timing repeats and a short race."""
-    from minilib.experiments import parallelism as par
+    from minilab.experiments import parallelism as par
 
     full = par.SIZES[ctx.plan.profile]
     cfg = dataclasses.replace(full, repeats=2, budget_s=4.0 if not ctx.plan.dry else 1.0, slices=2,
@@ -359,7 +359,7 @@ def section_06(ctx) -> dict:
     gpt point on trec through the grid runner from the checkpoint just written."""
     from minilib import data
     from minilib.data.tokenizer import pretrained_tokenizer
-    from minilib.experiments import grid
+    from minilab.experiments import grid
     from minilib.recipes.gpt import GPTPretrainConfig, pretrain_gpt
 
     cfg = GPTPretrainConfig.for_profile(ctx.plan.profile, valid_tokens=ctx.plan.valid_words // 10)
@@ -380,7 +380,7 @@ def section_07(ctx) -> dict:
     prefix, then one bert point on trec through the grid runner from the checkpoint just written."""
     from minilib import data
     from minilib.data.tokenizer import pretrained_tokenizer
-    from minilib.experiments import grid
+    from minilab.experiments import grid
     from minilib.recipes.bert import BERTPretrainConfig, pretrain_bert
 
     cfg = BERTPretrainConfig.for_profile(ctx.plan.profile, "mlm+nsp", valid_batches=1)
@@ -402,7 +402,7 @@ def section_07(ctx) -> dict:
 def section_08(ctx) -> dict:
     """Lesson 08: one run of the scaling sweep (scaling.train_point) at the full sweep's largest shape. The
     flywheel and the league read the cached points and checkpoints of chapters 04-07 (checked above)."""
-    from minilib.experiments import scaling
+    from minilab.experiments import scaling
 
     config = dataclasses.replace(scaling.SIZES[ctx.plan.profile], train_words=ctx.plan.words,
                                  valid_tokens=ctx.plan.valid_words // 10)
@@ -550,7 +550,7 @@ def quiet():
 
 def pack(out_dir: Path = PACK_DIR) -> int:
     """Write out_dir/data.tar.xz (the processed corpora the check reads) and out_dir/commit; ignore out_dir in git."""
-    from minilib.data.fetching.sources import cache_dir
+    from minilib.data.sources import cache_dir
 
     src = cache_dir() / "processed"
     missing = [f for f in PACK_FILES if not (src / f).is_file()]
@@ -641,7 +641,8 @@ def bench(plan: Plan, budget: float, device, tmp: Path) -> dict:
 def check(plan: Plan, out: Path | None, only: list[str] | None = None, copy_to: Path | None = None) -> dict:
     import torch
 
-    from minilib import provenance, runtime
+    from minilib import runtime
+    from minilab import provenance
 
     start = time.perf_counter()
     end = start + plan.total_s
@@ -711,7 +712,7 @@ def section_line(e: dict) -> str:
 
 
 def write(out: Path, result: dict, copy_to: Path | None) -> None:
-    from minilib import provenance
+    from minilab import provenance
 
     doc = {**result, "provenance": provenance.stamp(seed=0)}
     provenance.write_json(out, doc)

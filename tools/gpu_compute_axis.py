@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import device_tree  # noqa: E402
 from gpu_check import PACK_DIR, pack, use_pack  # noqa: E402
-from minilib.experiments import compute_axis  # noqa: E402
+from minilab.experiments import compute_axis  # noqa: E402
 
 TARBALL = "compute-axis.tar.gz"
 

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:       # run as `python3 tools/long_runs.py` from the repo root
     sys.path.insert(0, str(ROOT))
 
-from minilib.experiments import compute_axis  # noqa: E402
-from minilib.recipes import shipped  # noqa: E402
+from minilab.experiments import compute_axis  # noqa: E402
+from minilab import shipped  # noqa: E402
 from minilib.runtime import UsageError  # noqa: E402
 
 TOKENS_PER_S = 1_900      # one one-thread run beside another on 2 cores (docs/measurements.md): a rough cost only

@@ -1,6 +1,6 @@
 """Rewrite the machine paths that results and checkpoint JSON files recorded before the portable-path rule.
 
-A result names a file the way `minilib.provenance.shown_path` does (docs/design.md §6): relative to the checkout
+A result names a file the way `minilab.provenance.shown_path` does (docs/design.md §6): relative to the checkout
 ("checkpoints/gpt-laptop.pt"), in the data cache as "$MINILIB_DATA/…", anything else as "<outside>/<name>".
 Files written before that rule hold absolute paths of the machines and worktrees that made them
 ("/work/run-abl2/checkpoints/bert-laptop-2x128.pt", "/work/run-gpt/.cache/flywheel/…", a command line's
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from minilib import provenance  # noqa: E402
+from minilab import provenance  # noqa: E402
 
 FOLDERS = ("results", "checkpoints")
 

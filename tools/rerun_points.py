@@ -18,8 +18,9 @@ from pathlib import Path
 
 import torch
 
-from minilib import provenance, tasks
-from minilib.experiments import grid
+from minilib import tasks
+from minilab import provenance
+from minilab.experiments import grid
 
 
 def task_of(name: str):

@@ -1,4 +1,4 @@
-"""Move a model's default checkpoint to its shipped 5x branch (recipes/shipped.py), one grid point at a time.
+"""Move a model's default checkpoint to its shipped 5x branch (minilab/shipped.py), one grid point at a time.
 
     python tools/ship_branch.py gpt          # the points the move needs, and the commands that run the missing
     python tools/ship_branch.py gpt --run    # run those commands one after another (resumable: each skips cached points)
@@ -31,10 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:       # run as `python3 tools/ship_branch.py` from the repo root
     sys.path.insert(0, str(ROOT))
 
-from minilib import provenance, tasks  # noqa: E402
-from minilib.experiments import bert_finetune, compute_axis, gpt_finetune, grid, store  # noqa: E402
+from minilib import tasks  # noqa: E402
+from minilab import provenance
+from minilab.experiments import bert_finetune, compute_axis, gpt_finetune, grid, store  # noqa: E402
 from minilib.models.pretrained import file_sha256  # noqa: E402
-from minilib.recipes import shipped  # noqa: E402
+from minilab import shipped  # noqa: E402
 from minilib.runtime import UsageError  # noqa: E402
 
 PROFILE = "laptop"      # the profile whose committed grids the lessons read
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.copy:
         for p in points:           # the staged file as it is: its key and stamp are the point's
             provenance.atomic_write_bytes(p["path"], p["staged_path"].read_bytes())
-        print(f"copied {len(points)} points; now add {args.model!r} to recipes/shipped.BRANCHES[{PROFILE!r}], then run "
+        print(f"copied {len(points)} points; now add {args.model!r} to minilab/shipped.BRANCHES[{PROFILE!r}], then run "
               f"again what reads the default whole: `experiment lm-quality`, `experiment compute`, `make lessons`, "
               f"`python tools/check_results.py`")
     print(f"ship-branch: model={args.model} points={len(points)} staged={len(points) - len(missing)} "

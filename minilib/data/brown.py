@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from minilib.data.fetching.sources import cached, source_file, source_files
+from minilib.data.sources import cached, source_file, source_files
 from minilib.data.splits import check_split, split_of
 
 UNIVERSAL_TAGS = ("NOUN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "NUM", "CONJ", "PRT", ".", "X")

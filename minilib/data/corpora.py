@@ -30,7 +30,7 @@ from typing import Callable, Iterable
 
 from minilib.data.brown import brown_texts
 from minilib.data.labelled import held_out_guard, held_out_texts
-from minilib.data.fetching.sources import cached, source_file, source_files, source
+from minilib.data.sources import cached, source_file, source_files, source
 from minilib.data.splits import SPLITS, check_split, hash_unit, split_of
 from minilib.data.words import normalize
 

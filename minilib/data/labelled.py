@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple, Sequence
 
-from minilib.data.fetching.sources import cached, source_file
+from minilib.data.sources import cached, source_file
 from minilib.data.splits import check_split, hash_unit
 from minilib.data.words import normalize
 

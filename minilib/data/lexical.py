@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from minilib.data.fetching.parquet import read_string_column
-from minilib.data.fetching.sources import cached, source_file
+from minilib.data.parquet import read_string_column
+from minilib.data.sources import cached, source_file
 
 _GENSIM_DATA = "gensim/test/test_data/"
 # Mikolov et al. (2013) §4.1: the first five sections test semantic relations, the "gram*" ones syntax.

@@ -166,7 +166,7 @@ class SubwordTokenizer(Tokenizer):
         return self.hf.id_to_token(int(i))
 
     def save(self, path: str | os.PathLike) -> None:
-        from minilib.provenance import atomic_write_bytes
+        from minilib.files import atomic_write_bytes
 
         atomic_write_bytes(Path(path), self.hf.to_str().encode("utf-8"))
 
@@ -295,7 +295,7 @@ def embedding_share(vocab_size: int, d_model: int, n_layers: int) -> float:
 
 def tokenizer_path(kind: str, profile: str) -> Path:
     """checkpoints/<kind>-<profile>.tokenizer.json; its provenance is <kind>-<profile>.json beside it."""
-    from minilib.provenance import REPO_ROOT
+    from minilib.files import REPO_ROOT
 
     return REPO_ROOT / "checkpoints" / f"{kind}-{profile}.tokenizer.json"
 
@@ -348,9 +348,9 @@ def pretrained_tokenizer(kind: str, profile: str | None = None) -> Tokenizer:
 def build_tokenizer(kind: str, profile: str, *, vocab_size: int | None = None, words: int | None = None,
                     out: str | os.PathLike | None = None, command: str | None = None) -> Path:
     """Train a `kind` tokenizer on the train split, write it and its provenance JSON; returns its path."""
-    from minilib import provenance, runtime
+    from minilib import files, runtime
     from minilib.data.corpora import DEFAULT_SOURCES
-    from minilib.data.fetching.sources import source
+    from minilib.data.sources import source
 
     sizes = dict(runtime.pick(TOKENIZER_SIZES, profile))
     vocab_size = vocab_size or sizes[kind]
@@ -366,7 +366,7 @@ def build_tokenizer(kind: str, profile: str, *, vocab_size: int | None = None, w
     for text in texts:
         digest.update(text.encode("utf-8") + b"\0")
     valid = tokens_per_word(tok, _corpus_texts("valid", None))
-    meta = provenance.stamp(
+    meta = runtime.stamp(
         command=command, profile=profile, model=kind, vocab_size=tok.vocab_size, specials=tok.specials,
         data={"split": "train", "documents": len(texts), "words": sum(len(t.split()) for t in texts),
               "sha256": digest.hexdigest(),
@@ -374,7 +374,7 @@ def build_tokenizer(kind: str, profile: str, *, vocab_size: int | None = None, w
         valid=valid, read_seconds=round(t1 - t0, 1), train_seconds=round(train_seconds, 1),
         tokenizer=out.name, tokenizer_bytes=out.stat().st_size,
         tokenizer_sha256=hashlib.sha256(out.read_bytes()).hexdigest())
-    provenance.write_json(out.with_name(out.name.replace(".tokenizer.json", "") + ".json"), meta)
+    files.write_json(out.with_name(out.name.replace(".tokenizer.json", "") + ".json"), meta)
     return out
 
 

@@ -17,7 +17,7 @@ import functools
 import re
 from typing import Iterator, NamedTuple
 
-from minilib.data.fetching.sources import cached, source_file
+from minilib.data.sources import cached, source_file
 from minilib.data.words import tokenize
 
 POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}

@@ -48,8 +48,8 @@ from minilib import runtime
 from minilib.data.chars import CHAR_PAD, N_CHARS, sentences_to_char_ids
 
 # nn.LSTM(proj_size=...) runs torch's own LSTMP kernel on CPU, not oneDNN's; it says so once per
-# process. That is expected here, not a problem for the reader to chase.
-warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
+# process. That is expected here, not a problem for the reader to chase (silenced where the LSTMP runs).
+_LSTMP_NOTICE = "LSTM with projections is not supported with oneDNN"
 
 # ----------------------------------------------------------------------------- config
 
@@ -203,7 +203,9 @@ class DirectionalLM(nn.Module):
         """x (B, T, P) in reading order → every layer's output, each (B, T, P). No state carried."""
         outs = []
         for i, lstm in enumerate(self.layers):
-            h, _ = lstm(x)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=_LSTMP_NOTICE)
+                h, _ = lstm(x)
             if i > 0:
                 h = h + x                          # residual (§3.4); bilm-tf adds it from layer 2 up
             outs.append(h)

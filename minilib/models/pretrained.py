@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from minilib import provenance, runtime
+from minilib import files, runtime
 from minilib.runtime import UsageError
 from minilib.data.tokenizer import SubwordTokenizer, load_tokenizer_json
 from minilib.data.vocab import Vocab
@@ -77,7 +77,7 @@ def file_sha256(path: str | Path) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    return provenance.sha256_file(path)
+    return files.sha256_file(path)
 
 
 def half_state(model: nn.Module, drop=()) -> dict[str, torch.Tensor]:
@@ -123,8 +123,8 @@ def save_pretrained(path: str | Path, model: nn.Module, vocab: Vocab | SubwordTo
     buffer = io.BytesIO()
     torch.save({"format": FORMAT, "model": kind, "config": dataclasses.asdict(model.cfg),
                 "state": half_state(model, tuple(KINDS[kind].tied)), **words, "meta": meta}, buffer)
-    provenance.atomic_write_bytes(path, buffer.getvalue())
-    provenance.write_json(sidecar(path), {**meta, "checkpoint": path.name, "checkpoint_bytes": path.stat().st_size})
+    files.atomic_write_bytes(path, buffer.getvalue())
+    files.write_json(sidecar(path), {**meta, "checkpoint": path.name, "checkpoint_bytes": path.stat().st_size})
 
 
 def load_pretrained(path: str | Path, kind: str | None = None, device: str | torch.device | None = None) -> Pretrained:

@@ -2,7 +2,7 @@
 
 Three stages on one AWD-LSTM (minilib/models/awd_lstm.py):
 
-    (a) pretrain the LM on general text         python -m minilib pretrain awd-lstm  (minilib/pretrain.py)
+    (a) pretrain the LM on general text         python -m minilib pretrain awd-lstm  (minilab/pretrain.py)
     (b) fine-tune the LM on target-domain text  fine_tune_lm: discriminative LRs + STLR (§3.2)
     (c) fine-tune a classifier on the labels    ULMFiTClassifier + fine_tune_classifier: concat pooling,
                                                 gradual unfreezing, BPT3C (§3.3)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from minilib import provenance, runtime
+from minilib import files, runtime
 from minilib.data.batching import EOS, LMStream, VariableBPTTStream
 from minilib.eval.perplexity import evaluate_lm
 from minilib.models.awd_lstm import AWDLSTM, AWDLSTMConfig
@@ -49,7 +49,7 @@ def fingerprint(ids: np.ndarray, vocab, builtin: bool = True) -> dict[str, Any]:
     """What the model was trained on: sha256 of the id stream and of the vocabulary, and (`builtin`: the
     built-in corpus) the registry sha256 of every corpus source."""
     from minilib.data.corpora import DEFAULT_SOURCES
-    from minilib.data.fetching.sources import source
+    from minilib.data.sources import source
 
     return {"train_ids_sha256": hashlib.sha256(np.ascontiguousarray(ids, dtype=np.int64).tobytes()).hexdigest(),
             "vocab_sha256": hashlib.sha256("\n".join(vocab.itos).encode()).hexdigest(),
@@ -84,8 +84,8 @@ def pretrain_awd_lstm(profile: str | None = None, *, out: str | Path | None = No
         raise TypeError(f"unknown sizes {sorted(unknown)}: use {', '.join(AWD_SIZES[prof])}")
     sizes = {**runtime.pick(AWD_SIZES, prof), **{k: v for k, v in sizes.items() if v is not None}}
     sizes["words"] = sizes["words"] or None
-    out = Path(out or provenance.REPO_ROOT / "checkpoints" / f"awd-lstm-{prof}.pt")
-    ckpt_dir = checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / out.stem
+    out = Path(out or files.REPO_ROOT / "checkpoints" / f"awd-lstm-{prof}.pt")
+    ckpt_dir = checkpoint_dir or files.REPO_ROOT / ".cache" / "pretrain" / out.stem
     runtime.seed_everything(seed)
 
     t0 = time.perf_counter()
@@ -116,7 +116,7 @@ def pretrain_awd_lstm(profile: str | None = None, *, out: str | Path | None = No
     valid_ce_fp32 = evaluate_lm(model, valid_ids, bs, bptt)
     round_to_half(model)
     valid_ce = evaluate_lm(model, valid_ids, bs, bptt)
-    meta = provenance.stamp(seed=seed, command=command, profile=prof, model="awd-lstm", config=dataclasses.asdict(cfg),
+    meta = runtime.stamp(seed=seed, command=command, profile=prof, model="awd-lstm", config=dataclasses.asdict(cfg),
                             sizes=sizes, data=fingerprint(train_ids, vocab, builtin=train_docs is None),
                             valid_tokens=int(len(valid_ids)),
                             valid_ids_sha256=hashlib.sha256(valid_ids.tobytes()).hexdigest(),

@@ -10,7 +10,7 @@ format, with its tokenizer inside. The same recipe trains the Table 5 ablations 
                             checkpoint_dir=".cache/pretrain/bert-laptop")
 
 `pretrain_bert_command` runs `python -m minilib pretrain bert` from its parsed options (their parser is
-minilib/cli/pretrain.py; minilib/pretrain.py hands it the user's corpus and rebuilds the command line).
+minilab/cli/pretrain.py; minilab/pretrain.py hands it the user's corpus and rebuilds the command line).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from minilib import provenance, runtime
+from minilib import files, runtime
 from minilib.data.corpora import documents_fingerprint
 from minilib.data.mlm import IGNORE_INDEX, BERTBatch, DocumentStream, PairBatches, SpecialTokens, document_level
 from minilib.data.tokenizer import TOKENIZER_SIZES
@@ -265,7 +265,7 @@ class HeldOutMLMCurve(HeldOutCurve):
         if self.snapshot_dir is not None:
             buffer = io.BytesIO()
             torch.save(half_state(self.model, TIED), buffer)
-            provenance.atomic_write_bytes(self.snapshot_dir / f"step-{step:06d}.pt", buffer.getvalue())
+            files.atomic_write_bytes(self.snapshot_dir / f"step-{step:06d}.pt", buffer.getvalue())
         nsp = f", NSP accuracy {scores['valid_nsp_accuracy']:.3f}" if "valid_nsp_accuracy" in scores else ""
         mask = f" ({scores['valid_mask_nats']:.3f} where the input shows [MASK])" if "valid_mask_nats" in scores else ""
         self.log(f"step {step}: {step * self.tokens_per_step:,} tokens, held-out "
@@ -315,7 +315,7 @@ def pretrain_bert(config: BERTPretrainConfig, train_docs, valid_docs, out_path, 
                "seconds": round(time.time() - t0, 1), "params": model.num_params(non_embedding=False),
                "params_non_embedding": model.num_params(),
                "equal_compute_tokens": equal_compute_tokens(config.profile, config.objective), **warm_start_meta(curve)}
-    meta = provenance.stamp(seed=config.seed, model="bert", metrics=metrics, **(extra_meta or {}),
+    meta = runtime.stamp(seed=config.seed, model="bert", metrics=metrics, **(extra_meta or {}),
                             tokenizer=tokenizer.kind,
                             data={"train": documents_fingerprint(train_docs),
                                   "valid": documents_fingerprint(valid_docs)},
@@ -363,7 +363,7 @@ def default_out(profile: str, objective: str, shape: tuple[int, int] | None = No
     than the profile's adds it (bert-laptop-2x128.pt), a budget too (bert-mlm-laptop-4x.pt)."""
     name = "bert" if objective == "mlm+nsp" else f"bert-{objective}"
     suffix = (f"-{shape[0]}x{shape[1]}" if shape is not None else "") + ("" if budget is None else f"-{budget:g}x")
-    return provenance.REPO_ROOT / "checkpoints" / f"{name}-{profile}{suffix}.pt"
+    return files.REPO_ROOT / "checkpoints" / f"{name}-{profile}{suffix}.pt"
 
 
 def pretrain_bert_command(args, command: str | None = None, corpus=None, tokenizer=None) -> int:
@@ -397,7 +397,7 @@ def pretrain_bert_command(args, command: str | None = None, corpus=None, tokeniz
         out, ckpt_dir, train_docs, valid_docs = corpus.out, corpus.checkpoint_dir, corpus.train, corpus.valid
     else:
         out = args.out or default_out(prof, args.objective, shape, budget)
-        ckpt_dir = args.checkpoint_dir or provenance.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
+        ckpt_dir = args.checkpoint_dir or files.REPO_ROOT / ".cache" / "pretrain" / Path(out).stem
         train_docs, valid_docs = data.pretraining_corpus("train", max_words=words), data.pretraining_corpus("valid")
     print(f"{cfg.steps:,} steps, {cfg.steps * cfg.batch_size * BERT_SIZES[prof]['block_size']:,} tokens "
           f"({cfg.schedule} schedule); resumable from {ckpt_dir}: run the same command again to continue")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from minilib import provenance, runtime
+from minilib import runtime
 from minilib.data.batching import ELMoBatches
 from minilib.data.corpora import documents_fingerprint
 from minilib.data.words import tokenize
@@ -57,7 +57,7 @@ def pretrain_elmo(config: ELMoConfig, train_docs, valid_docs, out_path, progress
                "train_tokens": train.n_tokens * config.epochs,
                "valid_tokens": valid.n_tokens, "steps": learner.step, "seconds": round(time.time() - t0, 1),
                "vocab_size": len(vocab), "params": model.num_params()}
-    meta = provenance.stamp(seed=config.seed, model="elmo", metrics=metrics, **(extra_meta or {}),
+    meta = runtime.stamp(seed=config.seed, model="elmo", metrics=metrics, **(extra_meta or {}),
                             data={"train": documents_fingerprint(train_docs), "valid": documents_fingerprint(valid_docs)},
                             config=dataclasses.asdict(config))
     save_pretrained(out_path, model, vocab, meta)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from minilib import provenance, runtime
+from minilib import files, runtime
 from minilib.data.batching import RandomWindows
 from minilib.data.corpora import documents_fingerprint
 from minilib.eval.perplexity import windowed_nats
@@ -94,7 +94,7 @@ def warm_start(learner: Learner, model: torch.nn.Module, path, checkpoint_dir, r
                                  f"or no step in its meta)")
     model.load_state_dict(pre.model.state_dict())
     learner.start_at(int(pre.meta["step"]))
-    return {"checkpoint": provenance.shown_path(path), "sha256": file_sha256(path),
+    return {"checkpoint": files.shown_path(path), "sha256": file_sha256(path),
             **{k: pre.meta[k] for k in WARM_START_KEYS if k in pre.meta}}
 
 
@@ -171,7 +171,7 @@ class HeldOutCurve(Callback):
         if self.snapshot_dir is not None:
             buffer = io.BytesIO()
             torch.save(half_state(model, ("head.weight",)), buffer)   # tied to tok_emb: stored once
-            provenance.atomic_write_bytes(self.snapshot_dir / f"step-{step:06d}.pt", buffer.getvalue())
+            files.atomic_write_bytes(self.snapshot_dir / f"step-{step:06d}.pt", buffer.getvalue())
         self.log(f"step {step}: {step * self.tokens_per_step:,} tokens, held-out {nats / n:.3f} nats/token")
 
     def before_batch(self, learner) -> None:
@@ -233,7 +233,7 @@ def pretrain_gpt(config: GPTPretrainConfig, train_docs, valid_docs, out_path, to
                "train_stream_tokens": int(len(train_ids)), "tokens_per_s": round(clock.tokens_per_s, 1),
                "seconds": round(time.time() - t0, 1), "params": model.num_params(non_embedding=False),
                "params_non_embedding": model.num_params(), **warm_start_meta(curve)}
-    meta = provenance.stamp(seed=config.seed, model="gpt", metrics=metrics, **(extra_meta or {}),
+    meta = runtime.stamp(seed=config.seed, model="gpt", metrics=metrics, **(extra_meta or {}),
                             tokenizer=tokenizer.kind,
                             data={"train": documents_fingerprint(train_docs), "valid": documents_fingerprint(valid_docs)},
                             config=dataclasses.asdict(config), architecture=dataclasses.asdict(model.cfg))

@@ -1,7 +1,7 @@
 """Checkpoint files: atomic writes and the RNG states that make a resumed run exact.
 
 A checkpoint is one `torch.save`d dict. It is written to a temporary file and
-moved into place (provenance.atomic_write_bytes), so a crash while saving
+moved into place (files.atomic_write_bytes), so a crash while saving
 leaves the previous checkpoint intact, never half of a new one.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from minilib.provenance import atomic_write_bytes
+from minilib.files import atomic_write_bytes
 
 
 def save(path: str | os.PathLike, state: Any) -> None:

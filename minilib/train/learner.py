@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 from torch import nn
 
-from minilib import provenance, runtime
+from minilib import runtime
 from minilib.train import checkpoint, distributed
 from minilib.train.callbacks import Callback
 from minilib.train.groups import GroupsSpec, layer_groups, optimizer_groups, set_trainable, spread_lr
@@ -300,7 +300,7 @@ class Learner:
     def save(self, path: str | Path, **extra: Any) -> None:
         """Atomically write the learner's state with a provenance stamp (only rank 0 writes)."""
         if distributed.is_main():
-            stamp = extra.pop("provenance", None) or provenance.stamp(seed=torch.initial_seed())
+            stamp = extra.pop("provenance", None) or runtime.stamp(seed=torch.initial_seed())
             checkpoint.save(path, {**self.state_dict(), **extra,
                                    "provenance": {**stamp, "saved": time.strftime("%Y-%m-%dT%H:%M:%S")}})
 
@@ -363,7 +363,7 @@ class Learner:
                   f"step {self._fit_state['position'][1]} of {n}")
         elif start:
             print(f"warm start at step {start} of {total}: the given weights, a fresh optimizer")
-        self._stamp = provenance.stamp(seed=torch.initial_seed()) if self.checkpoint_dir is not None else None
+        self._stamp = runtime.stamp(seed=torch.initial_seed()) if self.checkpoint_dir is not None else None
         self._rng = checkpoint.rng_state()
         self.epochs, self.total_steps, self.base_lrs, self.schedule = epochs, total, base_lrs, sched
         self.should_stop = self.interrupted = False

@@ -6,7 +6,7 @@ committed notebooks; $WIDGET_LESSONS names another folder to copy), with
 MINILIB_PROFILE=smoke, its own Jupyter data folder (the notebook-signing key
 and trust database: nothing of the user's is read or written) and this
 checkout first on the kernel's PYTHONPATH (results/ and checkpoints/ resolve
-from the checkout: minilib.provenance.REPO_ROOT). `lesson(name)` opens a
+from the checkout: minilab.provenance.REPO_ROOT). `lesson(name)` opens a
 lesson in Debian's chromium through Playwright (never Playwright's own browser
 download), runs it top to bottom and hands back the page; the tests then drive
 its widgets.
