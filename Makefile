@@ -23,11 +23,11 @@ ALLOW_ROOT  := $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_ARGS    ?=
 # The test targets run pytest on every core (pytest-xdist), a worker per core up to 4 (each worker and the lesson
 # kernels it starts hold ~1-2 GB), one torch thread each (tests/conftest.py; OMP_NUM_THREADS=1 also reaches
-# the kernels nbval starts). --dist loadgroup: a file's tests on one worker (tests/conftest.py groups by file),
+# the kernels nbval starts). --dist loadfile: a file's tests on one worker,
 # so a lesson's cells run in order in one kernel and a module's fixtures are built once.
 # TEST_JOBS=0 runs pytest in one process, as before.
 TEST_JOBS   ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 4 ? n : 4 )))
-XDIST       := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadgroup)
+XDIST       := $(if $(filter 0,$(TEST_JOBS)),,-n $(TEST_JOBS) --dist loadfile)
 ONE_THREAD  := $(if $(XDIST),OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
 # torch threads wait passively: spin-waiting stalls small ops on a busy machine (minilab/__init__.py)
 export OMP_WAIT_POLICY ?= PASSIVE

@@ -6,13 +6,15 @@ from minilib import tasks
 from minilab import provenance
 from minilab.cli import main
 from minilab.experiments import grid
+from tests.conftest import WRITTEN_BY_LESSONS
 
 RESULTS = provenance.REPO_ROOT / "results"
 
 
 def tree(root):
     """Every file under root (ignored ones too) with its size and mtime."""
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")
+            if p.is_file() and p.name not in WRITTEN_BY_LESSONS}   # another worker's lesson writes those (conftest)
 
 
 @pytest.fixture
