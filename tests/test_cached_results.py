@@ -8,6 +8,7 @@ import pytest
 
 from minilab.experiments import elmo_downstream as ed
 from minilab.experiments import sample_efficiency as se
+from tests.conftest import WRITTEN_BY_LESSONS
 
 pytestmark = [pytest.mark.data, pytest.mark.results]   # make check-results; not in make test-fast
 
@@ -97,8 +98,6 @@ def _snapshot(root):
     them while this test runs) and those a lesson on the other test worker writes (tests/conftest.py): a file
     rewritten with the same bytes still counts as rewritten."""
     import hashlib
-
-    from tests.conftest import WRITTEN_BY_LESSONS
 
     out = {}
     for path in sorted((root / "results").rglob("*.json")):
